@@ -14,7 +14,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <string_view>
 
 namespace normd {
 
@@ -23,7 +22,7 @@ enum class DType : int32_t { kFloat32 = 1, kFloat16 = 2, kBFloat16 = 3 };
 
 constexpr size_t ItemSize(DType dtype) { return dtype == DType::kFloat32 ? 4 : 2; }
 
-constexpr std::string_view DTypeName(DType dtype) {
+constexpr const char* DTypeName(DType dtype) {
   switch (dtype) {
     case DType::kFloat32:
       return "float32";

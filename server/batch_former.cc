@@ -1,0 +1,76 @@
+#include "server/batch_former.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace normd {
+namespace {
+
+bool SameGroup(const WorkItem& a, const WorkItem& b) {
+  return a.request.dtype == b.request.dtype && a.request.hidden == b.request.hidden;
+}
+
+}  // namespace
+
+void RemoveDeadRequests(WorkQueue& queue, absl::Time now,
+                        std::vector<std::pair<std::unique_ptr<WorkItem>, absl::Status>>& dropped) {
+  for (auto it = queue.begin(); it != queue.end();) {
+    WorkItem& item = **it;
+    absl::Status status;
+    if (item.is_cancelled && item.is_cancelled()) {
+      status = absl::CancelledError("the client cancelled the request before it was computed");
+    } else if (now >= item.deadline) {
+      status = absl::DeadlineExceededError(absl::StrCat(
+          "deadline passed after ", absl::FormatDuration(now - item.enqueued),
+          " in normd's queue, before any compute was spent on the request"));
+    }
+    if (status.ok()) {
+      ++it;
+      continue;
+    }
+    dropped.emplace_back(std::move(*it), std::move(status));
+    it = queue.erase(it);
+  }
+}
+
+absl::Time NextLaunchTime(const WorkQueue& queue, const BatchLimits& limits, absl::Time now) {
+  const WorkItem& oldest = *queue.front();
+  if (limits.max_queue_delay <= absl::ZeroDuration()) return now;
+  int64_t rows = 0, bytes = 0;
+  for (const auto& item : queue) {
+    if (!SameGroup(*item, oldest)) continue;
+    rows += item->rows();
+    bytes += item->bytes();
+    // A full launch is ready: waiting longer cannot add anything to it.
+    if (rows >= limits.max_rows || bytes >= limits.max_bytes) return now;
+  }
+  return std::max(now, std::min(oldest.enqueued + limits.max_queue_delay, oldest.deadline));
+}
+
+Launch TakeLaunch(WorkQueue& queue, const BatchLimits& limits) {
+  Launch launch;
+  launch.dtype = queue.front()->request.dtype;
+  launch.hidden = queue.front()->request.hidden;
+  for (auto it = queue.begin(); it != queue.end();) {
+    WorkItem& item = **it;
+    // The oldest request always goes, even alone over the caps; the rest join while they fit.
+    if (!launch.items.empty()) {
+      const bool fits = launch.rows + item.rows() <= limits.max_rows &&
+                        launch.bytes + item.bytes() <= limits.max_bytes;
+      if (!SameGroup(item, *launch.items.front()) || !fits) {
+        ++it;
+        continue;
+      }
+    }
+    launch.rows += item.rows();
+    launch.bytes += item.bytes();
+    launch.items.push_back(std::move(*it));
+    it = queue.erase(it);
+  }
+  return launch;
+}
+
+}  // namespace normd

@@ -1,0 +1,58 @@
+// Forms launches out of a worker's queue: which requests ride together, and when to go.
+//
+// Pure logic over a queue and a time, with no threads and no clock of its own, so that the rules can be
+// unit-tested with an injected time:
+// - Requests whose deadline has passed, or whose client cancelled, leave the queue before any compute is
+//   spent on them (answered DEADLINE_EXCEEDED / CANCELLED by the caller).
+// - A launch is one (dtype, hidden) group. It always starts with the oldest queued request and takes later
+//   requests of the same group, in queue order, while they fit --max-batch-rows and --max-batch-bytes.
+//   Because the oldest request always goes next, nothing waits forever: small requests cannot starve a
+//   large one (it becomes the oldest and leads a launch, alone if it is over the caps), nor the reverse.
+// - With --max-queue-delay-us = 0 a launch goes as soon as the worker is free (no added latency at low
+//   load); otherwise a partial launch may wait up to that long after its oldest request arrived.
+#ifndef NORMD_SERVER_BATCH_FORMER_H_
+#define NORMD_SERVER_BATCH_FORMER_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "kernels/dtype.h"
+#include "server/work_item.h"
+
+namespace normd {
+
+struct BatchLimits {
+  int64_t max_rows = 8192;
+  int64_t max_bytes = int64_t{256} << 20;
+  absl::Duration max_queue_delay = absl::ZeroDuration();
+};
+
+// One kernel launch's worth of requests: all of one dtype and hidden size.
+struct Launch {
+  DType dtype = DType::kFloat32;
+  int64_t hidden = 0;
+  int64_t rows = 0;
+  int64_t bytes = 0;
+  std::vector<std::unique_ptr<WorkItem>> items;
+};
+
+using WorkQueue = std::deque<std::unique_ptr<WorkItem>>;
+
+// Moves every expired or cancelled request out of the queue into `dropped`, with the status each must be
+// answered with.
+void RemoveDeadRequests(WorkQueue& queue, absl::Time now,
+                        std::vector<std::pair<std::unique_ptr<WorkItem>, absl::Status>>& dropped);
+
+// The time at which the queue's next launch should go: `now` when it should go at once, later when a
+// partial launch may still wait for company. The queue must not be empty.
+absl::Time NextLaunchTime(const WorkQueue& queue, const BatchLimits& limits, absl::Time now);
+
+// Takes the next launch out of the queue (see the rules above). The queue must not be empty.
+Launch TakeLaunch(WorkQueue& queue, const BatchLimits& limits);
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_BATCH_FORMER_H_

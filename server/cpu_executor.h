@@ -1,0 +1,28 @@
+// The CPU backend's executor: computes a launch with the vectorized CPU kernels, spreading its rows over
+// a thread pool. Reads request bytes and writes response bytes in place: nothing is staged or copied.
+#ifndef NORMD_SERVER_CPU_EXECUTOR_H_
+#define NORMD_SERVER_CPU_EXECUTOR_H_
+
+#include <memory>
+#include <string>
+
+#include "server/batch_executor.h"
+#include "server/thread_pool.h"
+
+namespace normd {
+
+class CpuExecutor : public BatchExecutor {
+ public:
+  // `threads`: how many cores one launch may use (the calling worker thread included).
+  explicit CpuExecutor(int threads);
+
+  absl::Status Run(const Launch& launch) override;
+  std::string name() const override { return "cpu"; }
+
+ private:
+  ThreadPool pool_;
+};
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_CPU_EXECUTOR_H_

@@ -1,0 +1,121 @@
+// normd: serves normd.v1.Normalizer (plus grpc.health.v1 and server reflection) until SIGTERM or SIGINT,
+// then drains: new calls get UNAVAILABLE, every accepted request is answered, and normd exits 0.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/backend_factory.h"
+#include "server/log.h"
+#include "server/normalizer_service.h"
+#include "server/scheduler.h"
+#include "server/server_config.h"
+#include "server/warm_up.h"
+#include "server/weight_registry.h"
+
+namespace normd {
+namespace {
+
+constexpr char kVersion[] = "0.1.0";
+
+// Blocks SIGINT and SIGTERM in this thread and every thread started after it, so that they reach only
+// the sigwait in RunServer instead of killing the process mid-request.
+sigset_t BlockStopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+normd::v1::ServerInfo MakeServerInfo(const ServerConfig& config, const Backend& backend) {
+  normd::v1::ServerInfo info;
+  info.set_version(kVersion);
+  info.set_backend(backend.name);
+  for (const auto& d : backend.devices) *info.add_devices() = d;
+  info.set_max_hidden(config.max_hidden);
+  info.set_max_request_bytes(config.max_request_bytes);
+  info.set_max_batch_rows(static_cast<int32_t>(config.batch.max_rows));
+  info.set_max_queue_delay_us(absl::ToInt64Microseconds(config.batch.max_queue_delay));
+  return info;
+}
+
+int RunServer(int argc, char** argv) {
+  const sigset_t stop_signals = BlockStopSignals();
+  absl::StatusOr<ServerConfig> config = LoadServerConfig(argc, argv);
+  if (!config.ok()) {
+    Log(LogLevel::kError, "normd: ", config.status().message());
+    return 2;
+  }
+  SetLogLevel(config->log_level);
+  absl::StatusOr<Backend> backend = MakeBackend(*config);
+  if (!backend.ok()) {
+    Log(LogLevel::kError, "normd: ", backend.status().message());
+    return 1;
+  }
+  WeightRegistry weights(config->max_weight_bytes);
+  ServiceOptions options;
+  options.limits.max_hidden = config->max_hidden;
+  options.stream_max_inflight = config->stream_max_inflight;
+  options.info = MakeServerInfo(*config, *backend);
+  const std::string backend_name = backend->name;
+  const size_t worker_count = backend->workers.size();
+  Scheduler scheduler(std::move(backend->workers), config->max_queue_bytes);
+  NormalizerService service(scheduler, weights, options);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(config->listen, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config->max_request_bytes));
+  builder.SetMaxSendMessageSize(-1);  // a response is at most twice its request (output + residual_out)
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    Log(LogLevel::kError, "normd: could not listen on ", config->listen);
+    return 1;
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus(false);  // NOT_SERVING until every worker has run a warm-up launch
+  const std::string host = config->listen.substr(0, config->listen.rfind(':'));
+  Log(LogLevel::kInfo, "normd ", kVersion, " listening on ", host, ":", port, " backend=", backend_name,
+      " workers=", worker_count);
+  if (absl::Status warm = WarmUpWorkers(scheduler.workers()); !warm.ok()) {
+    Log(LogLevel::kError, "normd: ", warm.message());
+    server->Shutdown();
+    scheduler.Shutdown();
+    return 1;
+  }
+  health->SetServingStatus(true);
+  Log(LogLevel::kInfo, "normd serving");
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  Log(LogLevel::kInfo, "normd: signal ", signal_number, ", draining (up to ",
+      absl::FormatDuration(config->drain_timeout), ")");
+  health->SetServingStatus(false);
+  const absl::Time drain_start = absl::Now();
+  const absl::Time drain_deadline = drain_start + config->drain_timeout;
+  // First normd itself refuses new requests with UNAVAILABLE (retryable, and clients see why) while the
+  // accepted ones finish; only then does gRPC stop taking calls, which fails calls it is still receiving
+  // with a bare CANCELLED. Draining first keeps that window to the calls of the last moment.
+  scheduler.StopAccepting();
+  while (scheduler.inflight_requests() > 0 && absl::Now() < drain_deadline) absl::SleepFor(absl::Milliseconds(1));
+  server->Shutdown(absl::ToChronoTime(drain_deadline));  // returns when every call in progress has finished
+  scheduler.Shutdown();
+  Log(LogLevel::kInfo, "normd: drained in ", absl::FormatDuration(absl::Now() - drain_start), "; accepted requests "
+      "answered: ", scheduler.answered_ok(), " ok, ", scheduler.answered_not_ok(), " not ok; exiting");
+  return 0;
+}
+
+}  // namespace
+}  // namespace normd
+
+int main(int argc, char** argv) { return normd::RunServer(argc, argv); }

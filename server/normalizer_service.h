@@ -1,0 +1,49 @@
+// The normd.v1.Normalizer service on gRPC's callback API.
+//
+// Handlers never compute: they validate (answering a caller's mistake at once), size the response, and
+// hand a WorkItem to the scheduler; the reactor finishes when the item's launch is done, on the worker's
+// thread. RegisterWeight and GetServerInfo answer inline.
+#ifndef NORMD_SERVER_NORMALIZER_SERVICE_H_
+#define NORMD_SERVER_NORMALIZER_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "normd/v1/normd.grpc.pb.h"
+#include "server/request_validation.h"
+#include "server/scheduler.h"
+#include "server/weight_registry.h"
+
+namespace normd {
+
+struct ServiceOptions {
+  ValidationLimits limits;
+  int stream_max_inflight = 64;  // requests of one stream read ahead of their responses
+  normd::v1::ServerInfo info;    // what GetServerInfo answers
+};
+
+class NormalizerService final : public normd::v1::Normalizer::CallbackService {
+ public:
+  // Borrows the scheduler and the registry; both must outlive the service.
+  NormalizerService(Scheduler& scheduler, WeightRegistry& weights, ServiceOptions options);
+
+  grpc::ServerUnaryReactor* Normalize(grpc::CallbackServerContext* context,
+                                      const normd::v1::NormalizeRequest* request,
+                                      normd::v1::NormalizeResponse* response) override;
+  grpc::ServerBidiReactor<normd::v1::NormalizeRequest, normd::v1::NormalizeResponse>* NormalizeStream(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* RegisterWeight(grpc::CallbackServerContext* context,
+                                           const normd::v1::RegisterWeightRequest* request,
+                                           normd::v1::RegisterWeightResponse* response) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
+                                          const normd::v1::GetServerInfoRequest* request,
+                                          normd::v1::ServerInfo* response) override;
+
+ private:
+  Scheduler& scheduler_;
+  WeightRegistry& weights_;
+  const ServiceOptions options_;
+};
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_NORMALIZER_SERVICE_H_

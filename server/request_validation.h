@@ -1,0 +1,55 @@
+// Turns a NormalizeRequest into a ValidatedRequest, or a status that tells the caller what is wrong.
+//
+// Every check names the field (input, dtype, shape, data, weight, weight_id, residual, eps,
+// weight_offset, hidden) and the numbers involved, so that a client can fix its request from the
+// message alone. A caller's mistake is INVALID_ARGUMENT; an unknown weight_id is NOT_FOUND.
+// No tensor bytes are copied: the result points into the request (which must outlive it) or into a
+// registered weight (which it keeps alive).
+#ifndef NORMD_SERVER_REQUEST_VALIDATION_H_
+#define NORMD_SERVER_REQUEST_VALIDATION_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "kernels/dtype.h"
+#include "normd/v1/normd.pb.h"
+#include "server/weight_registry.h"
+
+namespace normd {
+
+struct ValidatedRequest {
+  DType dtype = DType::kFloat32;
+  int64_t rows = 0;
+  int64_t hidden = 0;
+  const void* input = nullptr;     // rows * hidden elements, in the request's bytes
+  const void* residual = nullptr;  // same, or nullptr
+  const void* weight = nullptr;    // hidden elements of weight_dtype
+  DType weight_dtype = DType::kFloat32;
+  float eps = 0.0f;
+  float weight_offset = 0.0f;
+  std::shared_ptr<const RegisteredWeight> registered_weight;  // keeps a weight_id's bytes alive
+
+  int64_t elements() const { return rows * hidden; }
+  // Tensor payload bytes in (input, residual) and out (output, residual_out).
+  int64_t payload_bytes() const {
+    return elements() * static_cast<int64_t>(ItemSize(dtype)) * (residual != nullptr ? 2 : 1);
+  }
+};
+
+struct ValidationLimits {
+  int64_t max_hidden = 65536;
+};
+
+// Checks one dense tensor's dtype, shape and data length. `field` prefixes the messages ("input").
+// On success stores the element type, the row count and the hidden size.
+absl::Status ValidateTensor(const normd::v1::Tensor& tensor, absl::string_view field, DType* dtype,
+                            int64_t* rows, int64_t* hidden);
+
+absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,
+                                                          const ValidationLimits& limits,
+                                                          WeightRegistry& weights);
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_REQUEST_VALIDATION_H_

@@ -1,0 +1,50 @@
+#include "server/scheduler.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace normd {
+
+Scheduler::Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes)
+    : workers_(std::move(workers)), max_queue_bytes_(max_queue_bytes) {}
+
+absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
+  if (!accepting_.load()) {
+    return absl::UnavailableError("normd is shutting down and takes no new requests");
+  }
+  const int64_t bytes = item->bytes();
+  // Reserve first, then check: concurrent submitters cannot together slip past the budget.
+  const int64_t before = queued_bytes_.fetch_add(bytes);
+  if (before + bytes > max_queue_bytes_ && before > 0) {
+    queued_bytes_.fetch_sub(bytes);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "normd is overloaded: ", before, " bytes queued, and this request's ", bytes,
+        " would pass --max-queue-bytes = ", max_queue_bytes_, "; retry later"));
+  }
+  inflight_.fetch_add(1);
+  auto on_done = std::move(item->on_done);
+  item->on_done = [this, bytes, on_done = std::move(on_done)](const absl::Status& s, const LaunchReport& r) {
+    on_done(s, r);
+    (s.ok() ? answered_ok_ : answered_not_ok_).fetch_add(1);
+    queued_bytes_.fetch_sub(bytes);
+    inflight_.fetch_sub(1);
+  };
+  LeastLoadedWorker().Enqueue(std::move(item));
+  return absl::OkStatus();
+}
+
+Worker& Scheduler::LeastLoadedWorker() {
+  Worker* best = workers_.front().get();
+  for (const auto& w : workers_) {
+    if (w->load_rows() < best->load_rows()) best = w.get();
+  }
+  return *best;
+}
+
+void Scheduler::Shutdown() {
+  accepting_.store(false);
+  for (auto& w : workers_) w->Stop();
+}
+
+}  // namespace normd

@@ -1,0 +1,57 @@
+// The scheduler: admission control and the choice of worker.
+//
+// Admission bounds memory: the payload bytes of accepted, unanswered requests stay under
+// --max-queue-bytes, and a request that would pass it is refused at once with RESOURCE_EXHAUSTED (the
+// client can back off or go to another replica) instead of queueing without bound. An accepted request
+// goes to the worker with the fewest rows queued or running.
+#ifndef NORMD_SERVER_SCHEDULER_H_
+#define NORMD_SERVER_SCHEDULER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/work_item.h"
+#include "server/worker.h"
+
+namespace normd {
+
+class Scheduler {
+ public:
+  Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes);
+
+  // Accepts the item (it will be answered exactly once through its on_done) or refuses it, returning
+  // RESOURCE_EXHAUSTED (over the byte budget) or UNAVAILABLE (shutting down); a refused item is not
+  // answered and is destroyed.
+  absl::Status Submit(std::unique_ptr<WorkItem> item);
+
+  // Refuses new work from now on (Submit answers UNAVAILABLE); accepted requests go on.
+  void StopAccepting() { accepting_.store(false); }
+
+  // Stops accepting, then answers every accepted request and stops the workers.
+  void Shutdown();
+
+  int64_t queued_bytes() const { return queued_bytes_.load(std::memory_order_relaxed); }
+  int64_t inflight_requests() const { return inflight_.load(std::memory_order_relaxed); }
+  // Accepted requests answered so far, OK and not OK (deadline, cancellation, backend error).
+  int64_t answered_ok() const { return answered_ok_.load(std::memory_order_relaxed); }
+  int64_t answered_not_ok() const { return answered_not_ok_.load(std::memory_order_relaxed); }
+  const std::vector<std::unique_ptr<Worker>>& workers() const { return workers_; }
+
+ private:
+  Worker& LeastLoadedWorker();
+
+  std::vector<std::unique_ptr<Worker>> workers_;
+  const int64_t max_queue_bytes_;
+  std::atomic<int64_t> queued_bytes_{0};
+  std::atomic<int64_t> inflight_{0};
+  std::atomic<int64_t> answered_ok_{0};
+  std::atomic<int64_t> answered_not_ok_{0};
+  std::atomic<bool> accepting_{true};
+};
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_SCHEDULER_H_

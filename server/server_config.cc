@@ -1,0 +1,149 @@
+#include "server/server_config.h"
+
+#include <cstdlib>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/time/time.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "gRPC address to serve on. Loopback by default: expose it on purpose (e.g. 0.0.0.0:50051)");
+ABSL_FLAG(std::string, backend, "auto", "auto (cuda when a GPU is visible, else cpu), cuda or cpu");
+ABSL_FLAG(int, cpu_threads, 0, "CPU backend: cores one launch may use (0 = every core)");
+ABSL_FLAG(std::string, gpus, "", "CUDA backend: GPU indices to use, e.g. 0,1 (empty = every visible GPU)");
+ABSL_FLAG(int, workers_per_gpu, 2, "CUDA backend: workers (stream + pinned buffers) per GPU");
+ABSL_FLAG(int64_t, max_hidden, 65536, "Largest hidden size (last dimension) accepted");
+ABSL_FLAG(int64_t, max_request_bytes, int64_t{256} << 20,
+          "Largest request message in bytes; larger ones get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_batch_rows, 8192, "Rows one launch may carry (one request over it goes alone)");
+ABSL_FLAG(int64_t, max_batch_bytes, int64_t{256} << 20, "Payload bytes one launch may carry");
+ABSL_FLAG(int64_t, max_queue_delay_us, 0,
+          "How long a partial launch may wait for company once its worker is free (0 = never wait)");
+ABSL_FLAG(int64_t, max_queue_bytes, int64_t{1} << 30,
+          "Payload bytes of accepted, unanswered requests; past it new requests get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_weight_bytes, int64_t{1} << 30,
+          "Bytes of registered weights kept; least recently used ones are evicted past it");
+ABSL_FLAG(int, stream_max_inflight, 64,
+          "Requests one NormalizeStream may have read ahead of their responses (flow control)");
+ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
+          "On SIGTERM/SIGINT, how long accepted requests may take to finish before normd exits (e.g. 30s)");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+
+namespace normd {
+namespace {
+
+bool IsNormdFlagFile(absl::string_view filename) {
+  return absl::EndsWith(filename, "server/server_config.cc");
+}
+
+
+constexpr char kUsage[] =
+    "normd: RMSNorm offload over gRPC (normd.v1.Normalizer).\n"
+    "Usage: normd [--flag=value ...]. Flags may be written with dashes or underscores, and each has an\n"
+    "environment twin NORMD_<FLAG_NAME> (e.g. NORMD_LISTEN, NORMD_MAX_QUEUE_BYTES); the command line\n"
+    "wins over the environment.";
+
+// Applies NORMD_<NAME> environment variables to the flags they name.
+absl::Status ApplyEnvironment() {
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (!IsNormdFlagFile(flag->Filename())) continue;
+    const std::string env_name = absl::StrCat("NORMD_", absl::AsciiStrToUpper(name));
+    const char* value = std::getenv(env_name.c_str());
+    if (value == nullptr) continue;
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return absl::InvalidArgumentError(absl::StrCat(env_name, "=", value, ": ", error));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// absl flags use underscores; accept --max-hidden as --max_hidden.
+std::vector<std::string> NormalizeDashes(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string& a = args[i];
+    if (a == "--") break;
+    if (a.rfind("--", 0) != 0) continue;
+    const size_t end = std::min(a.find('='), a.size());
+    std::replace(a.begin() + 2, a.begin() + static_cast<std::ptrdiff_t>(end), '-', '_');
+  }
+  return args;
+}
+
+absl::Status CheckPositive(absl::string_view name, int64_t value) {
+  if (value > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--", name, " = ", value, " must be positive"));
+}
+
+}  // namespace
+
+absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kUsage);
+  // --help lists normd's own flags (absl's default looks for flags defined in main's file).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = &IsNormdFlagFile;
+  usage.contains_helpshort_flags = &IsNormdFlagFile;
+  absl::SetFlagsUsageConfig(usage);
+  if (absl::Status env = ApplyEnvironment(); !env.ok()) return env;
+  std::vector<std::string> args = NormalizeDashes(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (auto& a : args) arg_ptrs.push_back(a.data());
+  const std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
+  if (rest.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", rest[1], "' (see --help)"));
+  }
+
+  ServerConfig c;
+  c.listen = absl::GetFlag(FLAGS_listen);
+  c.backend = absl::GetFlag(FLAGS_backend);
+  if (c.backend != "auto" && c.backend != "cpu" && c.backend != "cuda") {
+    return absl::InvalidArgumentError(absl::StrCat("--backend = '", c.backend, "': expected auto, cpu or cuda"));
+  }
+  c.cpu_threads = absl::GetFlag(FLAGS_cpu_threads);
+  if (c.cpu_threads <= 0) c.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  c.gpus = absl::GetFlag(FLAGS_gpus);
+  c.workers_per_gpu = absl::GetFlag(FLAGS_workers_per_gpu);
+  c.max_hidden = absl::GetFlag(FLAGS_max_hidden);
+  c.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  c.batch.max_rows = absl::GetFlag(FLAGS_max_batch_rows);
+  c.batch.max_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
+  c.batch.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
+  c.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes);
+  c.max_weight_bytes = absl::GetFlag(FLAGS_max_weight_bytes);
+  c.stream_max_inflight = absl::GetFlag(FLAGS_stream_max_inflight);
+  c.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
+  for (const auto& [name, value] : {std::pair<absl::string_view, int64_t>{"workers_per_gpu", c.workers_per_gpu},
+                                    {"max_hidden", c.max_hidden},
+                                    {"max_request_bytes", c.max_request_bytes},
+                                    {"max_batch_rows", c.batch.max_rows},
+                                    {"max_batch_bytes", c.batch.max_bytes},
+                                    {"max_queue_bytes", c.max_queue_bytes},
+                                    {"max_weight_bytes", c.max_weight_bytes},
+                                    {"stream_max_inflight", c.stream_max_inflight}}) {
+    if (absl::Status s = CheckPositive(name, value); !s.ok()) return s;
+  }
+  if (c.max_request_bytes > (int64_t{2} << 30) - 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_request_bytes = ", c.max_request_bytes,
+                                                   " exceeds gRPC's 2 GiB message limit"));
+  }
+  if (absl::GetFlag(FLAGS_max_queue_delay_us) < 0 || c.drain_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--max_queue_delay_us and --drain_timeout must be >= 0");
+  }
+  if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &c.log_level)) {
+    return absl::InvalidArgumentError(absl::StrCat("--log_level = '", absl::GetFlag(FLAGS_log_level),
+                                                   "': expected debug, info, warning or error"));
+  }
+  return c;
+}
+
+}  // namespace normd

@@ -1,0 +1,41 @@
+// normd's configuration: every command-line flag, its environment-variable twin, and the parsed result.
+//
+// Flags are absl flags. Each can be written with dashes or underscores (--max-hidden or --max_hidden),
+// and each has an environment twin NORMD_<NAME> (NORMD_MAX_HIDDEN) for containers; the command line
+// wins over the environment. `normd --help` lists them all with their defaults.
+#ifndef NORMD_SERVER_SERVER_CONFIG_H_
+#define NORMD_SERVER_SERVER_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/batch_former.h"
+#include "server/log.h"
+
+namespace normd {
+
+struct ServerConfig {
+  std::string listen;
+  std::string backend;     // "auto", "cpu" or "cuda"
+  int cpu_threads = 0;     // resolved: > 0
+  std::string gpus;        // "" = every visible GPU, else "0,1"
+  int workers_per_gpu = 2;
+  int64_t max_hidden = 0;
+  int64_t max_request_bytes = 0;
+  BatchLimits batch;
+  int64_t max_queue_bytes = 0;
+  int64_t max_weight_bytes = 0;
+  int stream_max_inflight = 0;
+  absl::Duration drain_timeout;
+  LogLevel log_level = LogLevel::kInfo;
+};
+
+// Parses the environment and the command line (exits for --help) and checks every value.
+absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv);
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_SERVER_CONFIG_H_

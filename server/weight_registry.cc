@@ -1,0 +1,71 @@
+#include "server/weight_registry.h"
+
+#include <openssl/evp.h>
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace normd {
+
+std::string WeightRegistry::ContentId(DType dtype, int64_t hidden, absl::string_view bytes) {
+  // SHA-256 over a small header and the bytes; 128 bits of it are plenty to make collisions moot.
+  const std::string header = absl::StrCat("normd.weight.v1:", static_cast<int>(dtype), ":", hidden, ":");
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_len = 0;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  EVP_DigestUpdate(ctx, header.data(), header.size());
+  EVP_DigestUpdate(ctx, bytes.data(), bytes.size());
+  EVP_DigestFinal_ex(ctx, digest, &digest_len);
+  EVP_MD_CTX_free(ctx);
+  const std::string hex = absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), 16));
+  return absl::StrCat("w-", DTypeName(dtype), "-", hidden, "-", hex);
+}
+
+absl::StatusOr<std::string> WeightRegistry::Register(DType dtype, int64_t hidden, std::string bytes) {
+  const auto size = static_cast<int64_t>(bytes.size());
+  if (size > max_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat("weight: ", size, " bytes exceed --max-weight-bytes = ",
+                                                     max_bytes_));
+  }
+  std::string id = ContentId(dtype, hidden, bytes);
+  auto weight = std::make_shared<RegisteredWeight>(RegisteredWeight{id, dtype, hidden, std::move(bytes)});
+  absl::MutexLock lock(&mu_);
+  if (auto it = by_id_.find(id); it != by_id_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return id;
+  }
+  while (bytes_ + size > max_bytes_ && !lru_.empty()) {
+    bytes_ -= static_cast<int64_t>(lru_.back()->bytes.size());
+    by_id_.erase(lru_.back()->id);
+    lru_.pop_back();
+  }
+  lru_.push_front(std::move(weight));
+  by_id_.emplace(id, lru_.begin());
+  bytes_ += size;
+  return id;
+}
+
+std::shared_ptr<const RegisteredWeight> WeightRegistry::Find(absl::string_view id) {
+  absl::MutexLock lock(&mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return *it->second;
+}
+
+int64_t WeightRegistry::count() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(lru_.size());
+}
+
+int64_t WeightRegistry::bytes() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
+}
+
+}  // namespace normd

@@ -1,0 +1,46 @@
+// One accepted Normalize request on its way through the scheduler, a worker's queue and a launch.
+//
+// Ownership: the service creates a WorkItem when it accepts a request and hands it to the scheduler;
+// from then on exactly one party owns it: the worker queue, then the launch that runs it. Whoever ends
+// its life calls Complete() exactly once, which answers the client (the service's callback), and then
+// the item is destroyed. The request's bytes (which `request` points into) and the output buffers belong
+// to the service's call state and stay valid until Complete() returns.
+#ifndef NORMD_SERVER_WORK_ITEM_H_
+#define NORMD_SERVER_WORK_ITEM_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "server/request_validation.h"
+
+namespace normd {
+
+// What a request learns about the launch it rode in (reported in its Timing).
+struct LaunchReport {
+  absl::Duration queue_wait;
+  absl::Duration compute;
+  int32_t batch_rows = 0;
+  int32_t batch_requests = 0;
+};
+
+struct WorkItem {
+  ValidatedRequest request;
+  void* output = nullptr;        // rows * hidden elements of request.dtype
+  void* residual_out = nullptr;  // same, when request.residual is set
+  absl::Time enqueued = absl::InfinitePast();
+  absl::Time deadline = absl::InfiniteFuture();
+  // True once the client has gone away; checked before any compute is spent on the item.
+  std::function<bool()> is_cancelled;
+  // Answers the client. Called exactly once, from any thread.
+  std::function<void(const absl::Status&, const LaunchReport&)> on_done;
+
+  int64_t rows() const { return request.rows; }
+  int64_t bytes() const { return request.payload_bytes(); }
+  void Complete(const absl::Status& status, const LaunchReport& report = {}) { on_done(status, report); }
+};
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_WORK_ITEM_H_

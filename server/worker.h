@@ -1,0 +1,56 @@
+// A worker: one queue, one thread, one executor (a CPU pool, or a CUDA stream with its pinned buffers).
+//
+// The thread sleeps while the queue is empty. When a request arrives and the worker is idle it launches
+// at once; while a launch runs, new requests accumulate and go out together in the next one (see
+// batch_former.h for the rules). Each request is answered from this thread as soon as its launch ends.
+#ifndef NORMD_SERVER_WORKER_H_
+#define NORMD_SERVER_WORKER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "server/batch_executor.h"
+#include "server/batch_former.h"
+
+namespace normd {
+
+class Worker {
+ public:
+  Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits);
+  ~Worker();  // drains and joins, like Stop()
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Takes ownership of the item; it will be answered exactly once.
+  void Enqueue(std::unique_ptr<WorkItem> item);
+
+  // Answers every queued request (computing it), then ends the thread. Idempotent.
+  void Stop();
+
+  // Rows queued or running here: the scheduler sends new work to the worker with the least.
+  int64_t load_rows() const { return load_rows_.load(std::memory_order_relaxed); }
+  const BatchExecutor& executor() const { return *executor_; }
+
+ private:
+  void Loop();
+  void RunLaunch(Launch& launch);
+
+  const std::unique_ptr<BatchExecutor> executor_;  // used by the worker thread only
+  const BatchLimits limits_;
+  std::atomic<int64_t> load_rows_{0};
+
+  absl::Mutex mu_;
+  WorkQueue queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool exited_ ABSL_GUARDED_BY(mu_) = false;  // the thread has left its loop: no one will drain the queue
+  std::thread thread_;  // last: starts after everything above is built
+};
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_WORKER_H_

@@ -1,0 +1,153 @@
+// Batching and streaming through the real normd (CPU backend): concurrent clients coalesce into shared
+// launches and each still gets its own right answer; a stream answers in order; a bad stream message
+// ends the stream after the earlier responses.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "normd/v1/normd.grpc.pb.h"
+#include "tests/integration/normd_process.h"
+#include "tests/integration/tensor_util.h"
+
+namespace normd::testing {
+namespace {
+
+using normd::v1::NormalizeRequest;
+using normd::v1::NormalizeResponse;
+
+grpc::Status CallNormalize(normd::v1::Normalizer::Stub& stub, const NormalizeRequest& request,
+                           NormalizeResponse* response) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  return stub.Normalize(&context, request, response);
+}
+
+TEST(BatchingTest, SixtyFourConcurrentClientsShareLaunchesAndGetTheirOwnAnswers) {
+  NormdProcess server;
+  // A short queue delay lets a partial launch wait for company: on 2 cores a 1-row launch is too quick
+  // for requests to pile up behind it otherwise.
+  ASSERT_TRUE(server.Start({"--backend=cpu", "--max-queue-delay-us=2000"}).ok()) << server.log();
+  constexpr int kClients = 64, kRequestsEach = 10;
+  std::atomic<int> failures{0}, batched{0}, total{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+      std::mt19937 rng(static_cast<uint32_t>(c));
+      for (int i = 0; i < kRequestsEach; ++i) {
+        const NormalizeRequest request = MakeRequest(DType::kBFloat16, 1, 4096, c % 2 == 0, rng);
+        NormalizeResponse response;
+        const grpc::Status status = CallNormalize(*stub, request, &response);
+        const std::string mismatch = status.ok() ? CompareWithReference(request, response) : status.error_message();
+        if (!mismatch.empty()) {
+          ADD_FAILURE() << "client " << c << " request " << i << ": " << mismatch;
+          ++failures;
+        }
+        ++total;
+        if (response.timing().batch_requests() > 1) ++batched;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(batched.load(), total.load() / 2) << batched.load() << " of " << total.load() << " shared a launch";
+}
+
+TEST(BatchingTest, ConcurrentMixedRequestsAreEachCorrect) {
+  NormdProcess server;
+  ASSERT_TRUE(server.Start({"--backend=cpu", "--max-queue-delay-us=500"}).ok()) << server.log();
+  std::vector<std::thread> clients;
+  std::atomic<int> failures{0};
+  for (int c = 0; c < 16; ++c) {
+    clients.emplace_back([&, c] {
+      auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+      std::mt19937 rng(static_cast<uint32_t>(100 + c));
+      const DType dtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+      const int64_t hiddens[] = {64, 111, 4096};
+      for (int i = 0; i < 12; ++i) {
+        const DType dtype = dtypes[(c + i) % 3];
+        NormalizeRequest request = MakeRequest(dtype, 1 + (i % 4), hiddens[(c * 7 + i) % 3], (c + i) % 2 == 0, rng,
+                                               i % 2 == 0 ? dtype : DType::kFloat32);
+        request.set_eps(i % 3 == 0 ? 1e-6f : 1e-2f);
+        request.set_weight_offset(c % 2 == 0 ? 1.0f : 0.0f);
+        request.set_request_id(absl::StrCat(c, "/", i));
+        NormalizeResponse response;
+        const grpc::Status status = CallNormalize(*stub, request, &response);
+        std::string mismatch = status.ok() ? CompareWithReference(request, response) : status.error_message();
+        if (status.ok() && response.request_id() != request.request_id()) mismatch = "request_id not echoed";
+        if (!mismatch.empty()) {
+          ADD_FAILURE() << request.request_id() << ": " << mismatch;
+          ++failures;
+        }
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(StreamTest, ThousandMessagesComeBackInOrder) {
+  NormdProcess server;
+  ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  grpc::ClientContext context;
+  auto stream = stub->NormalizeStream(&context);
+  constexpr int kMessages = 1000;
+  std::vector<NormalizeRequest> requests;
+  std::mt19937 rng(9);
+  for (int i = 0; i < kMessages; ++i) {
+    requests.push_back(MakeRequest(i % 3 == 0 ? DType::kFloat32 : DType::kBFloat16, 1 + i % 3, 64 + (i % 5) * 32,
+                                   i % 2 == 0, rng));
+    requests.back().set_request_id(absl::StrCat("m", i));
+  }
+  // Write from another thread while this one reads: the server reads ahead only so far (flow control).
+  std::thread writer([&] {
+    for (const auto& r : requests) {
+      if (!stream->Write(r)) break;
+    }
+    stream->WritesDone();
+  });
+  int received = 0;
+  NormalizeResponse response;
+  while (stream->Read(&response)) {
+    ASSERT_LT(received, kMessages);
+    EXPECT_EQ(response.request_id(), requests[received].request_id());
+    EXPECT_EQ(CompareWithReference(requests[received], response), "") << received;
+    ++received;
+  }
+  writer.join();
+  const grpc::Status status = stream->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(received, kMessages);
+}
+
+TEST(StreamTest, BadMessageEndsTheStreamAfterEarlierResponses) {
+  NormdProcess server;
+  ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  grpc::ClientContext context;
+  auto stream = stub->NormalizeStream(&context);
+  std::mt19937 rng(10);
+  for (int i = 0; i < 6; ++i) {
+    NormalizeRequest request = MakeRequest(DType::kFloat32, 2, 128, false, rng);
+    request.set_request_id(absl::StrCat("r", i));
+    if (i == 3) request.set_eps(-1.0f);
+    stream->Write(request);
+  }
+  stream->WritesDone();
+  std::vector<std::string> ids;
+  NormalizeResponse response;
+  while (stream->Read(&response)) ids.push_back(response.request_id());
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(ids, (std::vector<std::string>{"r0", "r1", "r2"}));
+  EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("stream message 3"), std::string::npos) << status.error_message();
+  EXPECT_NE(status.error_message().find("'r3'"), std::string::npos) << status.error_message();
+  EXPECT_NE(status.error_message().find("eps"), std::string::npos) << status.error_message();
+}
+
+}  // namespace
+}  // namespace normd::testing

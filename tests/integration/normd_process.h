@@ -1,0 +1,59 @@
+// Starts the real normd binary on a free loopback port for a test, and stops it.
+//
+// The process is started with --listen=127.0.0.1:0; the port it got is read from its "listening on"
+// log line, and Start() returns once grpc.health.v1 reports SERVING. Its stderr is collected in the
+// background (so that a chatty server never blocks on a full pipe) and can be inspected by the test.
+#ifndef NORMD_TESTS_INTEGRATION_NORMD_PROCESS_H_
+#define NORMD_TESTS_INTEGRATION_NORMD_PROCESS_H_
+
+#include <grpcpp/grpcpp.h>
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace normd::testing {
+
+class NormdProcess {
+ public:
+  // `binary`: the path of an executable taking normd's flags (normd, or normd-echo).
+  explicit NormdProcess(std::string binary = NORMD_BINARY_PATH);
+  ~NormdProcess();  // SIGKILLs the process if it still runs
+
+  // Starts the binary with `args` (plus --listen, unless args has one) and waits until it serves.
+  absl::Status Start(const std::vector<std::string>& args = {}, absl::Duration timeout = absl::Seconds(30));
+
+  // Sends `signal` and waits for the exit; returns the exit status as from waitpid, or -1 on timeout.
+  int StopWith(int signal, absl::Duration timeout = absl::Seconds(60));
+
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::shared_ptr<grpc::Channel> NewChannel() const;
+  std::string log() const;
+  // Resident set size in bytes from /proc, or -1.
+  int64_t ResidentBytes() const;
+
+ private:
+  void CollectStderr(int fd);
+
+  const std::string binary_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::thread reader_;
+  mutable absl::Mutex mu_;
+  std::string log_ ABSL_GUARDED_BY(mu_);
+};
+
+// Waits for grpc.health.v1 Check("") to answer SERVING.
+absl::Status WaitForServing(const std::shared_ptr<grpc::Channel>& channel, absl::Duration timeout);
+
+}  // namespace normd::testing
+
+#endif  // NORMD_TESTS_INTEGRATION_NORMD_PROCESS_H_
