@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what normd needs to build and test, from the distribution's packages (Debian 12 or
+# Ubuntu 24.04, as root). Installs only what is missing, so a second run costs a second.
+# CUDA is optional: when nvcc is in the toolkit's standard location the CUDA backend is built too.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libssl-dev
+  prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
+  python3 procps
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "install-deps: missing packages: ${missing[*]}; run as root (or: sudo $0)" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,153 @@
+// Workers and the scheduler with a fake executor: immediate launch when idle, coalescing while busy,
+// the queued-bytes bound, least-loaded dispatch, and draining on shutdown.
+#include "server/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "server/thread_pool.h"
+
+namespace normd {
+namespace {
+
+// Records launches; the first launch can be held until the test releases it.
+class FakeExecutor : public BatchExecutor {
+ public:
+  absl::Status Run(const Launch& launch) override {
+    {
+      absl::MutexLock lock(&mu_);
+      launch_sizes_.push_back(static_cast<int>(launch.items.size()));
+    }
+    started_.fetch_add(1);
+    if (hold_first_ && launch_count_++ == 0) release_.WaitForNotification();
+    return absl::OkStatus();
+  }
+  std::string name() const override { return "fake"; }
+
+  std::vector<int> launch_sizes() {
+    absl::MutexLock lock(&mu_);
+    return launch_sizes_;
+  }
+  bool hold_first_ = false;
+  absl::Notification release_;
+  std::atomic<int> started_{0};
+
+ private:
+  int launch_count_ = 0;
+  absl::Mutex mu_;
+  std::vector<int> launch_sizes_;
+};
+
+struct Tracker {
+  std::atomic<int> ok{0};
+  std::atomic<int> failed{0};
+  std::atomic<int> max_batch_requests{0};
+};
+
+std::unique_ptr<WorkItem> Item(Tracker& tracker, int64_t rows = 1) {
+  auto item = std::make_unique<WorkItem>();
+  item->request.dtype = DType::kFloat32;
+  item->request.rows = rows;
+  item->request.hidden = 256;  // 1 KiB a row
+  item->enqueued = absl::Now();
+  item->on_done = [&tracker](const absl::Status& s, const LaunchReport& r) {
+    (s.ok() ? tracker.ok : tracker.failed).fetch_add(1);
+    int prev = tracker.max_batch_requests.load();
+    while (r.batch_requests > prev && !tracker.max_batch_requests.compare_exchange_weak(prev, r.batch_requests)) {}
+  };
+  return item;
+}
+
+void WaitFor(const std::function<bool()>& condition) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!condition() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_TRUE(condition());
+}
+
+TEST(SchedulerTest, IdleWorkerLaunchesAtOnceAndBusyWorkerCoalesces) {
+  auto executor = std::make_unique<FakeExecutor>();
+  FakeExecutor* fake = executor.get();
+  fake->hold_first_ = true;
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.push_back(std::make_unique<Worker>(std::move(executor), BatchLimits{}));
+  Scheduler scheduler(std::move(workers), int64_t{1} << 30);
+  Tracker tracker;
+  ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  WaitFor([&] { return fake->started_.load() == 1; });  // went alone, without waiting for company
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  fake->release_.Notify();
+  WaitFor([&] { return tracker.ok.load() == 11; });
+  EXPECT_EQ(fake->launch_sizes(), (std::vector<int>{1, 10}));
+  EXPECT_EQ(tracker.max_batch_requests.load(), 10);
+  scheduler.Shutdown();
+}
+
+TEST(SchedulerTest, QueuedBytesAreBoundedAndFreedOnCompletion) {
+  auto executor = std::make_unique<FakeExecutor>();
+  FakeExecutor* fake = executor.get();
+  fake->hold_first_ = true;
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.push_back(std::make_unique<Worker>(std::move(executor), BatchLimits{}));
+  Scheduler scheduler(std::move(workers), /*max_queue_bytes=*/4 * 1024);
+  Tracker tracker;
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  EXPECT_EQ(scheduler.queued_bytes(), 4 * 1024);
+  const absl::Status refused = scheduler.Submit(Item(tracker));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("--max-queue-bytes"), std::string::npos);
+  fake->release_.Notify();
+  WaitFor([&] { return tracker.ok.load() == 4; });
+  WaitFor([&] { return scheduler.queued_bytes() == 0; });
+  EXPECT_TRUE(scheduler.Submit(Item(tracker)).ok());  // room again
+  scheduler.Shutdown();
+  EXPECT_EQ(tracker.ok.load(), 5);
+  EXPECT_EQ(tracker.failed.load(), 0);
+}
+
+TEST(SchedulerTest, WorkGoesToTheLeastLoadedWorker) {
+  std::vector<FakeExecutor*> fakes;
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int w = 0; w < 2; ++w) {
+    auto executor = std::make_unique<FakeExecutor>();
+    executor->hold_first_ = true;
+    fakes.push_back(executor.get());
+    workers.push_back(std::make_unique<Worker>(std::move(executor), BatchLimits{}));
+  }
+  Scheduler scheduler(std::move(workers), int64_t{1} << 30);
+  Tracker tracker;
+  ASSERT_TRUE(scheduler.Submit(Item(tracker, 100)).ok());
+  ASSERT_TRUE(scheduler.Submit(Item(tracker, 1)).ok());  // worker 0 has 100 rows: this goes to worker 1
+  WaitFor([&] { return fakes[0]->started_.load() == 1 && fakes[1]->started_.load() == 1; });
+  for (auto* f : fakes) f->release_.Notify();
+  scheduler.Shutdown();
+  EXPECT_EQ(tracker.ok.load(), 2);
+}
+
+TEST(SchedulerTest, ShutdownAnswersEveryAcceptedRequestThenRefusesNewOnes) {
+  auto executor = std::make_unique<FakeExecutor>();
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.push_back(std::make_unique<Worker>(std::move(executor), BatchLimits{}));
+  Scheduler scheduler(std::move(workers), int64_t{1} << 30);
+  Tracker tracker;
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  scheduler.Shutdown();
+  EXPECT_EQ(tracker.ok.load(), 100);
+  EXPECT_EQ(scheduler.Submit(Item(tracker)).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(scheduler.answered_ok(), 100);
+}
+
+TEST(ThreadPoolTest, ParallelForRunsEveryTaskOnce) {
+  ThreadPool pool(4);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<std::atomic<int>> hits(97);
+    pool.ParallelFor(97, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  }
+}
+
+}  // namespace
+}  // namespace normd
