@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "normd/v1/normd.pb.h"
+#include "server/metrics.h"
 #include "server/server_config.h"
 #include "server/worker.h"
 
@@ -20,7 +21,8 @@ struct Backend {
   std::vector<normd::v1::Device> devices;
 };
 
-absl::StatusOr<Backend> MakeBackend(const ServerConfig& config);
+// `metrics` may be null; otherwise it must outlive the workers.
+absl::StatusOr<Backend> MakeBackend(const ServerConfig& config, ServerMetrics* metrics);
 
 }  // namespace normd
 

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "server/batch_former.h"
+#include "server/metrics.h"
 
 namespace normd {
 
@@ -17,12 +18,15 @@ class BatchExecutor {
  public:
   virtual ~BatchExecutor() = default;
 
-  // Computes every request of the launch into its output (and residual_out) buffers. An error fails the
-  // whole launch; the worker answers each request with it.
-  virtual absl::Status Run(const Launch& launch) = 0;
+  // Computes every request of the launch into its output (and residual_out) buffers, and records how
+  // long each of its stages took. An error fails the whole launch; the worker answers each request
+  // with it.
+  virtual absl::Status Run(const Launch& launch, StageTimes& stages) = 0;
 
-  // A short name for logs and metrics labels: "cpu", "cuda:0".
+  // A short name for logs: "cpu", "cuda:0".
   virtual std::string name() const = 0;
+  // The metrics' device label: "cpu", or the GPU's index ("0").
+  virtual std::string device() const = 0;
 };
 
 }  // namespace normd

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "kernels/cpu_rmsnorm.h"
 
 namespace normd {
@@ -22,7 +23,8 @@ struct RowChunk {
 
 CpuExecutor::CpuExecutor(int threads) : pool_(threads) {}
 
-absl::Status CpuExecutor::Run(const Launch& launch) {
+absl::Status CpuExecutor::Run(const Launch& launch, StageTimes& stages) {
+  const absl::Time start = absl::Now();
   std::vector<RmsNormSegment> segments;
   segments.reserve(launch.items.size());
   int64_t first_row = 0;
@@ -47,6 +49,7 @@ absl::Status CpuExecutor::Run(const Launch& launch) {
     const RowChunk& c = chunks[static_cast<size_t>(i)];
     RmsNormCpuRows(launch.dtype, launch.hidden, *c.segment, c.row_begin, c.row_end);
   });
+  stages.cpu = absl::Now() - start;
   return absl::OkStatus();
 }
 

@@ -8,10 +8,13 @@
 #include <cstdlib>
 #include <memory>
 
+#include <prometheus/exposer.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/backend_factory.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/normalizer_service.h"
 #include "server/scheduler.h"
 #include "server/server_config.h"
@@ -22,6 +25,27 @@ namespace normd {
 namespace {
 
 constexpr char kVersion[] = "0.1.0";
+#ifdef NORMD_HAVE_CUDA
+constexpr bool kBuiltWithCuda = true;
+#else
+constexpr bool kBuiltWithCuda = false;
+#endif
+
+// Serves /metrics on `address` (port 0: any free port) and logs "metrics on HOST:PORT".
+absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartMetricsEndpoint(
+    const std::string& address, const std::shared_ptr<prometheus::Registry>& registry) {
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {  // prometheus-cpp reports a bind failure by throwing; nothing else here throws
+    exposer = std::make_unique<prometheus::Exposer>(address);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("--metrics-listen=", address, ": ", e.what()));
+  }
+  exposer->RegisterCollectable(registry);
+  const std::vector<int> ports = exposer->GetListeningPorts();
+  const std::string host = address.substr(0, address.rfind(':'));
+  Log(LogLevel::kInfo, "metrics on ", host, ":", ports.empty() ? 0 : ports.front(), " (path /metrics)");
+  return exposer;
+}
 
 // Blocks SIGINT and SIGTERM in this thread and every thread started after it, so that they reach only
 // the sigwait in RunServer instead of killing the process mid-request.
@@ -54,10 +78,23 @@ int RunServer(int argc, char** argv) {
     return 2;
   }
   SetLogLevel(config->log_level);
-  absl::StatusOr<Backend> backend = MakeBackend(*config);
+  auto registry = std::make_shared<prometheus::Registry>();
+  ServerMetrics metrics(registry);
+  absl::StatusOr<Backend> backend = MakeBackend(*config, &metrics);
   if (!backend.ok()) {
     Log(LogLevel::kError, "normd: ", backend.status().message());
     return 1;
+  }
+  // The backend's name is known only once it is built (--backend=auto).
+  metrics.SetBuildInfo(kVersion, backend->name, kBuiltWithCuda);
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (!config->metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<prometheus::Exposer>> started = StartMetricsEndpoint(config->metrics_listen, registry);
+    if (!started.ok()) {
+      Log(LogLevel::kError, "normd: ", started.status().message());
+      return 1;
+    }
+    exposer = *std::move(started);
   }
   WeightRegistry weights(config->max_weight_bytes);
   ServiceOptions options;
@@ -66,8 +103,11 @@ int RunServer(int argc, char** argv) {
   options.info = MakeServerInfo(*config, *backend);
   const std::string backend_name = backend->name;
   const size_t worker_count = backend->workers.size();
-  Scheduler scheduler(std::move(backend->workers), config->max_queue_bytes);
-  NormalizerService service(scheduler, weights, options);
+  for (const auto& d : backend->devices) {
+    metrics.workers("warming", d.kind() == "cpu" ? "cpu" : d.name()).Set(0);
+  }
+  Scheduler scheduler(std::move(backend->workers), config->max_queue_bytes, &metrics);
+  NormalizerService service(scheduler, weights, options, &metrics);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -76,6 +116,10 @@ int RunServer(int argc, char** argv) {
   builder.AddListeningPort(config->listen, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config->max_request_bytes));
   builder.SetMaxSendMessageSize(-1);  // a response is at most twice its request (output + residual_out)
+  if (config->max_connection_age > absl::ZeroDuration()) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(config->max_connection_age)));
+  }
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
@@ -94,6 +138,7 @@ int RunServer(int argc, char** argv) {
     return 1;
   }
   health->SetServingStatus(true);
+  for (const auto& worker : scheduler.workers()) metrics.workers("ready", worker->executor().device()).Increment();
   Log(LogLevel::kInfo, "normd serving");
 
   int signal_number = 0;

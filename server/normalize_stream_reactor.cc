@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "server/call_state.h"
 #include "server/status_util.h"
 
@@ -10,12 +11,13 @@ namespace normd {
 
 NormalizeStreamReactor::NormalizeStreamReactor(grpc::CallbackServerContext* context, Scheduler& scheduler,
                                                WeightRegistry& weights, ValidationLimits limits,
-                                               int max_inflight)
+                                               int max_inflight, ServerMetrics* metrics)
     : context_(context),
       scheduler_(scheduler),
       weights_(weights),
       limits_(limits),
-      max_inflight_(static_cast<size_t>(std::max(max_inflight, 1))) {
+      max_inflight_(static_cast<size_t>(std::max(max_inflight, 1))),
+      metrics_(metrics) {
   Pump();
 }
 
@@ -32,6 +34,7 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
     slot = std::move(reading_);
     if (ok) {
       slot->index = next_index_++;
+      slot->received = absl::Now();
     } else {
       reads_done_ = true;  // the client half-closed (or the call is gone)
       slot.reset();
@@ -45,6 +48,7 @@ void NormalizeStreamReactor::Admit(std::unique_ptr<Slot> slot) {
   Slot* raw = slot.get();
   absl::StatusOr<ValidatedRequest> validated = ValidateNormalizeRequest(raw->request, limits_, weights_);
   if (!validated.ok()) {
+    if (metrics_ != nullptr) metrics_->RequestDone("NormalizeStream", validated.status(), absl::Now() - raw->received);
     raw->done = true;
     raw->status = validated.status();
     absl::MutexLock lock(&mu_);
@@ -68,6 +72,7 @@ void NormalizeStreamReactor::Admit(std::unique_ptr<Slot> slot) {
 }
 
 void NormalizeStreamReactor::CompleteSlot(Slot* slot, const absl::Status& status) {
+  if (metrics_ != nullptr) metrics_->RequestDone("NormalizeStream", status, absl::Now() - slot->received);
   {
     absl::MutexLock lock(&mu_);
     slot->done = true;

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "normd/v1/normd.pb.h"
+#include "server/metrics.h"
 #include "server/request_validation.h"
 #include "server/scheduler.h"
 #include "server/weight_registry.h"
@@ -33,7 +34,7 @@ class NormalizeStreamReactor final
     : public grpc::ServerBidiReactor<normd::v1::NormalizeRequest, normd::v1::NormalizeResponse> {
  public:
   NormalizeStreamReactor(grpc::CallbackServerContext* context, Scheduler& scheduler, WeightRegistry& weights,
-                         ValidationLimits limits, int max_inflight);
+                         ValidationLimits limits, int max_inflight, ServerMetrics* metrics);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -43,6 +44,7 @@ class NormalizeStreamReactor final
   // One request of the stream and, once computed, its response.
   struct Slot {
     int64_t index = 0;
+    absl::Time received;
     normd::v1::NormalizeRequest request;
     normd::v1::NormalizeResponse response;
     bool done = false;
@@ -60,6 +62,7 @@ class NormalizeStreamReactor final
   WeightRegistry& weights_;
   const ValidationLimits limits_;
   const size_t max_inflight_;
+  ServerMetrics* const metrics_;  // may be null
 
   absl::Mutex mu_;
   std::deque<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);  // front: next response to write

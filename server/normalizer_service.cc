@@ -3,32 +3,47 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "server/call_state.h"
 #include "server/normalize_stream_reactor.h"
 #include "server/status_util.h"
 
 namespace normd {
 
-NormalizerService::NormalizerService(Scheduler& scheduler, WeightRegistry& weights, ServiceOptions options)
-    : scheduler_(scheduler), weights_(weights), options_(std::move(options)) {}
+namespace {
+
+// Finishes a unary call and counts it.
+void FinishUnary(grpc::ServerUnaryReactor* reactor, ServerMetrics* metrics, const char* method, absl::Time start,
+                 const absl::Status& status) {
+  if (metrics != nullptr) metrics->RequestDone(method, status, absl::Now() - start);
+  reactor->Finish(ToGrpcStatus(status));
+}
+
+}  // namespace
+
+NormalizerService::NormalizerService(Scheduler& scheduler, WeightRegistry& weights, ServiceOptions options,
+                                     ServerMetrics* metrics)
+    : scheduler_(scheduler), weights_(weights), options_(std::move(options)), metrics_(metrics) {}
 
 grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerContext* context,
                                                        const normd::v1::NormalizeRequest* request,
                                                        normd::v1::NormalizeResponse* response) {
+  const absl::Time start = absl::Now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::StatusOr<ValidatedRequest> validated = ValidateNormalizeRequest(*request, options_.limits, weights_);
   if (!validated.ok()) {
-    reactor->Finish(ToGrpcStatus(validated.status()));
+    FinishUnary(reactor, metrics_, "Normalize", start, validated.status());
     return reactor;
   }
   std::unique_ptr<WorkItem> item = MakeWorkItem(*request, *std::move(validated), *response, *context);
-  item->on_done = [reactor, response](const absl::Status& status, const LaunchReport& report) {
+  item->on_done = [reactor, response, metrics = metrics_, start](const absl::Status& status,
+                                                                  const LaunchReport& report) {
     FinishResponse(status, report, *response);
-    reactor->Finish(ToGrpcStatus(status));
+    FinishUnary(reactor, metrics, "Normalize", start, status);
   };
   if (absl::Status admitted = scheduler_.Submit(std::move(item)); !admitted.ok()) {
     response->Clear();
-    reactor->Finish(ToGrpcStatus(admitted));
+    FinishUnary(reactor, metrics_, "Normalize", start, admitted);
   }
   return reactor;
 }
@@ -36,12 +51,13 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
 grpc::ServerBidiReactor<normd::v1::NormalizeRequest, normd::v1::NormalizeResponse>*
 NormalizerService::NormalizeStream(grpc::CallbackServerContext* context) {
   return new NormalizeStreamReactor(context, scheduler_, weights_, options_.limits,
-                                    options_.stream_max_inflight);
+                                    options_.stream_max_inflight, metrics_);
 }
 
 grpc::ServerUnaryReactor* NormalizerService::RegisterWeight(grpc::CallbackServerContext* context,
                                                             const normd::v1::RegisterWeightRequest* request,
                                                             normd::v1::RegisterWeightResponse* response) {
+  const absl::Time start = absl::Now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const absl::Status status = [&]() -> absl::Status {
     if (!request->has_weight()) return absl::InvalidArgumentError("weight: missing; send a [hidden] tensor");
@@ -58,18 +74,20 @@ grpc::ServerUnaryReactor* NormalizerService::RegisterWeight(grpc::CallbackServer
     }
     NORMD_ASSIGN_OR_RETURN(std::string id, weights_.Register(dtype, hidden, request->weight().data()));
     response->set_weight_id(std::move(id));
+    if (metrics_ != nullptr) metrics_->weights_registered().Set(static_cast<double>(weights_.count()));
     return absl::OkStatus();
   }();
-  reactor->Finish(ToGrpcStatus(status));
+  FinishUnary(reactor, metrics_, "RegisterWeight", start, status);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* NormalizerService::GetServerInfo(grpc::CallbackServerContext* context,
                                                            const normd::v1::GetServerInfoRequest* /*request*/,
                                                            normd::v1::ServerInfo* response) {
+  const absl::Time start = absl::Now();
   *response = options_.info;
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  FinishUnary(reactor, metrics_, "GetServerInfo", start, absl::OkStatus());
   return reactor;
 }
 

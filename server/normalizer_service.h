@@ -9,6 +9,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "normd/v1/normd.grpc.pb.h"
+#include "server/metrics.h"
 #include "server/request_validation.h"
 #include "server/scheduler.h"
 #include "server/weight_registry.h"
@@ -24,7 +25,9 @@ struct ServiceOptions {
 class NormalizerService final : public normd::v1::Normalizer::CallbackService {
  public:
   // Borrows the scheduler and the registry; both must outlive the service.
-  NormalizerService(Scheduler& scheduler, WeightRegistry& weights, ServiceOptions options);
+  // `metrics` may be null; otherwise it must outlive the service.
+  NormalizerService(Scheduler& scheduler, WeightRegistry& weights, ServiceOptions options,
+                    ServerMetrics* metrics = nullptr);
 
   grpc::ServerUnaryReactor* Normalize(grpc::CallbackServerContext* context,
                                       const normd::v1::NormalizeRequest* request,
@@ -42,6 +45,7 @@ class NormalizerService final : public normd::v1::Normalizer::CallbackService {
   Scheduler& scheduler_;
   WeightRegistry& weights_;
   const ServiceOptions options_;
+  ServerMetrics* const metrics_;
 };
 
 }  // namespace normd

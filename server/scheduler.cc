@@ -6,8 +6,9 @@
 
 namespace normd {
 
-Scheduler::Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes)
-    : workers_(std::move(workers)), max_queue_bytes_(max_queue_bytes) {}
+Scheduler::Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes,
+                     ServerMetrics* metrics)
+    : workers_(std::move(workers)), max_queue_bytes_(max_queue_bytes), metrics_(metrics) {}
 
 absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   if (!accepting_.load()) {
@@ -23,11 +24,13 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
         " would pass --max-queue-bytes = ", max_queue_bytes_, "; retry later"));
   }
   inflight_.fetch_add(1);
+  if (metrics_ != nullptr) metrics_->inflight_requests().Increment();
   auto on_done = std::move(item->on_done);
   item->on_done = [this, bytes, on_done = std::move(on_done)](const absl::Status& s, const LaunchReport& r) {
     on_done(s, r);
     (s.ok() ? answered_ok_ : answered_not_ok_).fetch_add(1);
     queued_bytes_.fetch_sub(bytes);
+    if (metrics_ != nullptr) metrics_->inflight_requests().Decrement();
     inflight_.fetch_sub(1);
   };
   LeastLoadedWorker().Enqueue(std::move(item));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/metrics.h"
 #include "server/work_item.h"
 #include "server/worker.h"
 
@@ -20,7 +21,9 @@ namespace normd {
 
 class Scheduler {
  public:
-  Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes);
+  // `metrics` may be null (unit tests); otherwise it must outlive the scheduler.
+  Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes,
+            ServerMetrics* metrics = nullptr);
 
   // Accepts the item (it will be answered exactly once through its on_done) or refuses it, returning
   // RESOURCE_EXHAUSTED (over the byte budget) or UNAVAILABLE (shutting down); a refused item is not
@@ -45,6 +48,7 @@ class Scheduler {
 
   std::vector<std::unique_ptr<Worker>> workers_;
   const int64_t max_queue_bytes_;
+  ServerMetrics* const metrics_;
   std::atomic<int64_t> queued_bytes_{0};
   std::atomic<int64_t> inflight_{0};
   std::atomic<int64_t> answered_ok_{0};

@@ -17,6 +17,11 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC address to serve on. Loopback by default: expose it on purpose (e.g. 0.0.0.0:50051)");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
+          "Prometheus metrics endpoint (path /metrics): HOST:PORT, port 0 = any free port, empty = off");
+ABSL_FLAG(absl::Duration, max_connection_age, absl::ZeroDuration(),
+          "Close client connections after this age (e.g. 300s) so that clients re-resolve DNS and spread over "
+          "replicas (0 = never)");
 ABSL_FLAG(std::string, backend, "auto", "auto (cuda when a GPU is visible, else cpu), cuda or cpu");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend: cores one launch may use (0 = every core)");
 ABSL_FLAG(std::string, gpus, "", "CUDA backend: GPU indices to use, e.g. 0,1 (empty = every visible GPU)");
@@ -105,6 +110,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
 
   ServerConfig c;
   c.listen = absl::GetFlag(FLAGS_listen);
+  c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  c.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
   c.backend = absl::GetFlag(FLAGS_backend);
   if (c.backend != "auto" && c.backend != "cpu" && c.backend != "cuda") {
     return absl::InvalidArgumentError(absl::StrCat("--backend = '", c.backend, "': expected auto, cpu or cuda"));

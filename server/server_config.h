@@ -19,6 +19,8 @@ namespace normd {
 
 struct ServerConfig {
   std::string listen;
+  std::string metrics_listen;            // "" = no metrics endpoint
+  absl::Duration max_connection_age;     // zero = unlimited
   std::string backend;     // "auto", "cpu" or "cuda"
   int cpu_threads = 0;     // resolved: > 0
   std::string gpus;        // "" = every visible GPU, else "0,1"

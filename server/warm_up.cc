@@ -27,6 +27,7 @@ absl::Status WarmUpWorkers(const std::vector<std::unique_ptr<Worker>>& workers) 
     item->request.eps = 1e-6f;
     item->output = output.data();
     item->enqueued = absl::Now();
+    item->is_warm_up = true;
     item->on_done = [&](const absl::Status& status, const LaunchReport&) {
       result = status;
       done.Notify();

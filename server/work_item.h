@@ -31,6 +31,9 @@ struct WorkItem {
   void* residual_out = nullptr;  // same, when request.residual is set
   absl::Time enqueued = absl::InfinitePast();
   absl::Time deadline = absl::InfiniteFuture();
+  // normd's own start-up launch: computed like any request, but not a client's, so it stays out of
+  // the per-request metrics (payload bytes, queue wait).
+  bool is_warm_up = false;
   // True once the client has gone away; checked before any compute is spent on the item.
   std::function<bool()> is_cancelled;
   // Answers the client. Called exactly once, from any thread.

@@ -21,8 +21,8 @@ bool HasQueueChanged(QueueChanged* args) {
 
 }  // namespace
 
-Worker::Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits)
-    : executor_(std::move(executor)), limits_(limits), thread_([this] { Loop(); }) {}
+Worker::Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits, ServerMetrics* metrics)
+    : executor_(std::move(executor)), limits_(limits), metrics_(metrics), thread_([this] { Loop(); }) {}
 
 Worker::~Worker() { Stop(); }
 
@@ -31,6 +31,7 @@ void Worker::Enqueue(std::unique_ptr<WorkItem> item) {
     absl::MutexLock lock(&mu_);
     if (!exited_) {
       load_rows_.fetch_add(item->rows(), std::memory_order_relaxed);
+      if (metrics_ != nullptr) metrics_->queue_depth().Increment();
       queue_.push_back(std::move(item));
       return;
     }
@@ -72,6 +73,9 @@ void Worker::Loop() {
           launch = TakeLaunch(queue_, limits_);
         }
       }
+      if (metrics_ != nullptr) {
+        metrics_->queue_depth().Decrement(static_cast<double>(dropped.size() + launch.items.size()));
+      }
     }
     // Answer outside the lock: a completion callback may take the gRPC library's own locks.
     for (auto& [item, status] : dropped) {
@@ -86,8 +90,22 @@ void Worker::Loop() {
 
 void Worker::RunLaunch(Launch& launch) {
   const absl::Time start = absl::Now();
-  const absl::Status status = executor_->Run(launch);
+  StageTimes stages;
+  const absl::Status status = executor_->Run(launch, stages);
   const absl::Time end = absl::Now();
+  if (!status.ok()) {
+    Log(LogLevel::kError, "worker ", executor_->name(), ": launch of ", launch.items.size(), " requests (",
+        launch.rows, " x ", launch.hidden, ") failed: ", status.ToString());
+  }
+  if (metrics_ != nullptr && status.ok()) {
+    // Bytes the computation moved: payload in and out plus one read of each request's weight.
+    int64_t kernel_bytes = 2 * launch.bytes;
+    for (const auto& item : launch.items) {
+      kernel_bytes += item->request.hidden * static_cast<int64_t>(ItemSize(item->request.weight_dtype));
+    }
+    metrics_->Launch(executor_->device(), launch.rows, static_cast<int64_t>(launch.items.size()), stages,
+                     kernel_bytes);
+  }
   LaunchReport report;
   report.compute = end - start;
   report.batch_rows = static_cast<int32_t>(launch.rows);
@@ -95,6 +113,10 @@ void Worker::RunLaunch(Launch& launch) {
   for (auto& item : launch.items) {
     report.queue_wait = start - item->enqueued;
     load_rows_.fetch_sub(item->rows(), std::memory_order_relaxed);
+    if (metrics_ != nullptr && !item->is_warm_up) {
+      metrics_->QueueWait(report.queue_wait);
+      if (status.ok()) metrics_->Payload(item->bytes(), item->bytes());
+    }
     item->Complete(status, report);
   }
 }

@@ -16,12 +16,14 @@
 #include "absl/synchronization/mutex.h"
 #include "server/batch_executor.h"
 #include "server/batch_former.h"
+#include "server/metrics.h"
 
 namespace normd {
 
 class Worker {
  public:
-  Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits);
+  // `metrics` may be null (unit tests); otherwise it must outlive the worker.
+  Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits, ServerMetrics* metrics = nullptr);
   ~Worker();  // drains and joins, like Stop()
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -42,6 +44,7 @@ class Worker {
 
   const std::unique_ptr<BatchExecutor> executor_;  // used by the worker thread only
   const BatchLimits limits_;
+  ServerMetrics* const metrics_;
   std::atomic<int64_t> load_rows_{0};
 
   absl::Mutex mu_;

@@ -47,9 +47,15 @@ std::string NormdProcess::log() const {
 
 absl::Status NormdProcess::Start(const std::vector<std::string>& args, absl::Duration timeout) {
   std::vector<std::string> argv_storage = {binary_};
-  bool has_listen = false;
-  for (const auto& a : args) has_listen |= absl::StartsWith(a, "--listen");
+  bool has_listen = false, has_metrics_listen = false;
+  for (const auto& a : args) {
+    has_listen |= absl::StartsWith(a, "--listen");
+    has_metrics_listen |= absl::StartsWith(a, "--metrics-listen") || absl::StartsWith(a, "--metrics_listen");
+  }
   if (!has_listen) argv_storage.push_back("--listen=127.0.0.1:0");
+  // Only normd has a metrics endpoint (other binaries, such as normd-echo, take no such flag).
+  const bool is_normd = binary_ == NORMD_BINARY_PATH;
+  if (is_normd && !has_metrics_listen) argv_storage.push_back("--metrics-listen=127.0.0.1:0");
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_storage) argv.push_back(a.data());
@@ -87,7 +93,12 @@ absl::Status NormdProcess::Start(const std::vector<std::string>& args, absl::Dur
     if (absl::Now() > deadline) return absl::DeadlineExceededError("normd did not report its port:\n" + log());
     absl::SleepFor(absl::Milliseconds(10));
   }
-  return WaitForServing(NewChannel(), deadline - absl::Now());
+  absl::Status serving = WaitForServing(NewChannel(), deadline - absl::Now());
+  static const std::regex kMetrics(R"(metrics on [^ ]*:(\d+))");
+  std::smatch match;
+  const std::string text = log();
+  if (std::regex_search(text, match, kMetrics)) metrics_port_ = std::stoi(match[1]);
+  return serving;
 }
 
 int NormdProcess::StopWith(int signal, absl::Duration timeout) {

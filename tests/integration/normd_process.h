@@ -26,7 +26,8 @@ class NormdProcess {
   explicit NormdProcess(std::string binary = NORMD_BINARY_PATH);
   ~NormdProcess();  // SIGKILLs the process if it still runs
 
-  // Starts the binary with `args` (plus --listen, unless args has one) and waits until it serves.
+  // Starts the binary with `args` and waits until it serves. Unless `args` sets them, normd gets
+  // --listen=127.0.0.1:0 and --metrics-listen=127.0.0.1:0 (free ports, so that tests run in parallel).
   absl::Status Start(const std::vector<std::string>& args = {}, absl::Duration timeout = absl::Seconds(30));
 
   // Sends `signal` and waits for the exit; returns the exit status as from waitpid, or -1 on timeout.
@@ -34,6 +35,8 @@ class NormdProcess {
 
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   int port() const { return port_; }
+  // The metrics endpoint's port, from normd's "metrics on HOST:PORT" line (0 if it has none).
+  int metrics_port() const { return metrics_port_; }
   pid_t pid() const { return pid_; }
   std::shared_ptr<grpc::Channel> NewChannel() const;
   std::string log() const;
@@ -46,6 +49,7 @@ class NormdProcess {
   const std::string binary_;
   pid_t pid_ = -1;
   int port_ = 0;
+  int metrics_port_ = 0;
   std::thread reader_;
   mutable absl::Mutex mu_;
   std::string log_ ABSL_GUARDED_BY(mu_);

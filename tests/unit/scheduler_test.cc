@@ -17,7 +17,7 @@ namespace {
 // Records launches; the first launch can be held until the test releases it.
 class FakeExecutor : public BatchExecutor {
  public:
-  absl::Status Run(const Launch& launch) override {
+  absl::Status Run(const Launch& launch, StageTimes& /*stages*/) override {
     {
       absl::MutexLock lock(&mu_);
       launch_sizes_.push_back(static_cast<int>(launch.items.size()));
@@ -27,6 +27,7 @@ class FakeExecutor : public BatchExecutor {
     return absl::OkStatus();
   }
   std::string name() const override { return "fake"; }
+  std::string device() const override { return "fake"; }
 
   std::vector<int> launch_sizes() {
     absl::MutexLock lock(&mu_);

@@ -1,0 +1,160 @@
+#include "server/metrics.h"
+
+#include <cmath>
+
+namespace normd {
+namespace {
+
+// 10 µs doubling to ~21 s: the whole range from a 1-row CPU launch to a drain.
+prometheus::Histogram::BucketBoundaries DurationBuckets() {
+  prometheus::Histogram::BucketBoundaries b;
+  for (int i = 0; i <= 21; ++i) b.push_back(10e-6 * std::ldexp(1.0, i));
+  return b;
+}
+
+// 1, 2, 4, ... 65536: rows or requests per launch.
+prometheus::Histogram::BucketBoundaries CountBuckets() {
+  prometheus::Histogram::BucketBoundaries b;
+  for (int i = 0; i <= 16; ++i) b.push_back(std::ldexp(1.0, i));
+  return b;
+}
+
+// 1 GB/s doubling to ~8 TB/s: a CPU core up to past an H200's HBM (4.8 TB/s by its datasheet).
+prometheus::Histogram::BucketBoundaries BandwidthBuckets() {
+  prometheus::Histogram::BucketBoundaries b;
+  for (int i = 0; i <= 13; ++i) b.push_back(1e9 * std::ldexp(1.0, i));
+  return b;
+}
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+}  // namespace
+
+const char* StatusCodeName(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk: return "OK";
+    case absl::StatusCode::kCancelled: return "CANCELLED";
+    case absl::StatusCode::kUnknown: return "UNKNOWN";
+    case absl::StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
+    case absl::StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
+    case absl::StatusCode::kNotFound: return "NOT_FOUND";
+    case absl::StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
+    case absl::StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
+    case absl::StatusCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
+    case absl::StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
+    case absl::StatusCode::kAborted: return "ABORTED";
+    case absl::StatusCode::kOutOfRange: return "OUT_OF_RANGE";
+    case absl::StatusCode::kUnimplemented: return "UNIMPLEMENTED";
+    case absl::StatusCode::kInternal: return "INTERNAL";
+    case absl::StatusCode::kUnavailable: return "UNAVAILABLE";
+    case absl::StatusCode::kDataLoss: return "DATA_LOSS";
+    case absl::StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
+    default: return "UNKNOWN";
+  }
+}
+
+ServerMetrics::ServerMetrics(std::shared_ptr<prometheus::Registry> registry) : registry_(std::move(registry)) {
+  auto& r = *registry_;
+  requests_total_ = &prometheus::BuildCounter()
+                         .Name("normd_requests_total")
+                         .Help("RPCs answered (each NormalizeStream message counts once), by method and gRPC code")
+                         .Register(r);
+  request_duration_ = &prometheus::BuildHistogram()
+                           .Name("normd_request_duration_seconds")
+                           .Help("Time from receipt of a request to its reply, by method")
+                           .Register(r);
+  queue_wait_ = &prometheus::BuildHistogram()
+                     .Name("normd_queue_wait_seconds")
+                     .Help("Time an accepted request waited before its launch started")
+                     .Register(r)
+                     .Add({}, DurationBuckets());
+  stage_duration_ = &prometheus::BuildHistogram()
+                         .Name("normd_stage_duration_seconds")
+                         .Help("Per-launch time of each stage: pack, h2d, kernel, d2h (CUDA) or cpu")
+                         .Register(r);
+  batch_rows_ = &prometheus::BuildHistogram().Name("normd_batch_rows").Help("Rows per launch").Register(r);
+  batch_requests_ =
+      &prometheus::BuildHistogram().Name("normd_batch_requests").Help("Requests per launch").Register(r);
+  launches_total_ = &prometheus::BuildCounter().Name("normd_launches_total").Help("Launches run").Register(r);
+  rows_total_ = &prometheus::BuildCounter().Name("normd_rows_total").Help("Rows normalized").Register(r);
+  auto& bytes = prometheus::BuildCounter()
+                    .Name("normd_bytes_total")
+                    .Help("Tensor payload bytes of successful requests: in (input, residual), out (output, "
+                          "residual_out); bandwidth is its rate")
+                    .Register(r);
+  bytes_in_ = &bytes.Add({{"direction", "in"}});
+  bytes_out_ = &bytes.Add({{"direction", "out"}});
+  kernel_bandwidth_ = &prometheus::BuildHistogram()
+                           .Name("normd_kernel_bandwidth_bytes_per_second")
+                           .Help("Bytes each launch's kernel moved divided by its kernel time")
+                           .Register(r);
+  device_copy_bandwidth_ = &prometheus::BuildGauge()
+                                .Name("normd_device_copy_bandwidth_bytes_per_second")
+                                .Help("Device-to-device copy bandwidth measured at start-up: the ceiling")
+                                .Register(r);
+  queue_depth_ = &prometheus::BuildGauge()
+                      .Name("normd_queue_depth")
+                      .Help("Accepted requests waiting for a launch")
+                      .Register(r)
+                      .Add({});
+  inflight_requests_ = &prometheus::BuildGauge()
+                            .Name("normd_inflight_requests")
+                            .Help("Accepted requests not yet answered")
+                            .Register(r)
+                            .Add({});
+  pinned_bytes_ = &prometheus::BuildGauge().Name("normd_pinned_bytes").Help("Pinned host staging bytes").Register(r);
+  device_bytes_ = &prometheus::BuildGauge().Name("normd_device_bytes").Help("Device buffer bytes").Register(r);
+  weights_registered_ = &prometheus::BuildGauge()
+                             .Name("normd_weights_registered")
+                             .Help("Weights held by the registry")
+                             .Register(r)
+                             .Add({});
+  workers_ = &prometheus::BuildGauge().Name("normd_workers").Help("Workers by state").Register(r);
+}
+
+void ServerMetrics::SetBuildInfo(const std::string& version, const std::string& backend, bool built_with_cuda) {
+  prometheus::BuildGauge()
+      .Name("normd_build_info")
+      .Help("Always 1; the labels say what is running")
+      .Register(*registry_)
+      .Add({{"version", version}, {"backend", backend}, {"cuda", built_with_cuda ? "yes" : "no"}})
+      .Set(1);
+}
+
+void ServerMetrics::RequestDone(const std::string& method, const absl::Status& status, absl::Duration duration) {
+  requests_total_->Add({{"method", method}, {"code", StatusCodeName(status.code())}}).Increment();
+  request_duration_->Add({{"method", method}}, DurationBuckets()).Observe(Seconds(duration));
+}
+
+void ServerMetrics::Payload(int64_t bytes_in, int64_t bytes_out) {
+  bytes_in_->Increment(static_cast<double>(bytes_in));
+  bytes_out_->Increment(static_cast<double>(bytes_out));
+}
+
+void ServerMetrics::QueueWait(absl::Duration wait) { queue_wait_->Observe(Seconds(wait)); }
+
+void ServerMetrics::Launch(const std::string& device, int64_t rows, int64_t requests, const StageTimes& stages,
+                           int64_t kernel_bytes) {
+  batch_rows_->Add({{"device", device}}, CountBuckets()).Observe(static_cast<double>(rows));
+  batch_requests_->Add({{"device", device}}, CountBuckets()).Observe(static_cast<double>(requests));
+  launches_total_->Add({{"device", device}}).Increment();
+  rows_total_->Add({{"device", device}}).Increment(static_cast<double>(rows));
+  const std::pair<const char*, absl::Duration> named[] = {
+      {"pack", stages.pack}, {"h2d", stages.h2d}, {"kernel", stages.kernel}, {"d2h", stages.d2h}, {"cpu", stages.cpu}};
+  for (const auto& [stage, duration] : named) {
+    if (duration <= absl::ZeroDuration()) continue;
+    stage_duration_->Add({{"stage", stage}, {"device", device}}, DurationBuckets()).Observe(Seconds(duration));
+  }
+  // The kernel's achieved bandwidth: on the CPU backend the whole computation is the "kernel".
+  const absl::Duration kernel_time = stages.kernel > absl::ZeroDuration() ? stages.kernel : stages.cpu;
+  if (kernel_time > absl::ZeroDuration() && kernel_bytes > 0) {
+    kernel_bandwidth_->Add({{"device", device}}, BandwidthBuckets())
+        .Observe(static_cast<double>(kernel_bytes) / Seconds(kernel_time));
+  }
+}
+
+void ServerMetrics::SetDeviceCopyBandwidth(const std::string& device, double bytes_per_second) {
+  device_copy_bandwidth_->Add({{"device", device}}).Set(bytes_per_second);
+}
+
+}  // namespace normd

@@ -1,0 +1,181 @@
+// normd's /metrics after a known load with some bad requests: every family exists with its type and
+// labels, the counts match what the test sent, and `promtool check metrics` reports nothing.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "normd/v1/normd.grpc.pb.h"
+#include "tests/integration/http_get.h"
+#include "tests/integration/normd_process.h"
+#include "tests/integration/tensor_util.h"
+
+namespace normd::testing {
+namespace {
+
+struct Sample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value;
+};
+
+struct Exposition {
+  std::vector<Sample> samples;
+  std::map<std::string, std::string> types;  // family name -> counter/gauge/histogram
+
+  // The sum of the samples called `name` whose labels include every one of `labels`.
+  double Sum(const std::string& name, const std::map<std::string, std::string>& labels = {}) const {
+    double total = 0;
+    for (const Sample& s : samples) {
+      if (s.name != name) continue;
+      bool match = true;
+      for (const auto& [k, v] : labels) {
+        auto it = s.labels.find(k);
+        match &= it != s.labels.end() && it->second == v;
+      }
+      if (match) total += s.value;
+    }
+    return total;
+  }
+  bool Has(const std::string& name) const {
+    for (const Sample& s : samples) {
+      if (s.name == name) return true;
+    }
+    return false;
+  }
+};
+
+Exposition Parse(const std::string& text) {
+  Exposition e;
+  static const std::regex kType(R"(^# TYPE (\S+) (\S+)$)");
+  static const std::regex kSample(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (\S+)$)");
+  static const std::regex kLabel(R"(([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)\")");
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, kType)) {
+      e.types[m[1]] = m[2];
+    } else if (std::regex_match(line, m, kSample)) {
+      Sample s{m[1], {}, std::stod(m[4])};
+      const std::string labels = m[3];
+      for (auto it = std::sregex_iterator(labels.begin(), labels.end(), kLabel); it != std::sregex_iterator(); ++it) {
+        s.labels[(*it)[1]] = (*it)[2];
+      }
+      e.samples.push_back(std::move(s));
+    }
+  }
+  return e;
+}
+
+TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
+  NormdProcess server;
+  ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();
+  ASSERT_GT(server.metrics_port(), 0) << server.log();
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  std::mt19937 rng(11);
+  int64_t payload_in = 0, rows = 0;
+  auto normalize = [&](const normd::v1::NormalizeRequest& request) {
+    grpc::ClientContext context;
+    normd::v1::NormalizeResponse response;
+    return stub->Normalize(&context, request, &response);
+  };
+  for (int i = 0; i < 20; ++i) {
+    const auto request = MakeRequest(DType::kBFloat16, 1 + i % 3, 256, i % 2 == 0, rng);
+    ASSERT_TRUE(normalize(request).ok());
+    payload_in += static_cast<int64_t>(request.input().data().size() + request.residual().data().size());
+    rows += 1 + i % 3;
+  }
+  for (int i = 0; i < 5; ++i) {
+    auto request = MakeRequest(DType::kFloat32, 1, 64, false, rng);
+    request.set_eps(-1.0f);
+    ASSERT_EQ(normalize(request).error_code(), grpc::INVALID_ARGUMENT);
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto request = MakeRequest(DType::kFloat32, 1, 64, false, rng);
+    request.set_weight_id("w-unknown");
+    ASSERT_EQ(normalize(request).error_code(), grpc::NOT_FOUND);
+  }
+  {
+    normd::v1::RegisterWeightRequest reg;
+    *reg.mutable_weight() = MakeTensor(DType::kFloat32, {4}, {1, 2, 3, 4});
+    normd::v1::RegisterWeightResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->RegisterWeight(&context, reg, &response).ok());
+  }
+  {
+    grpc::ClientContext context;
+    auto stream = stub->NormalizeStream(&context);
+    for (int i = 0; i < 7; ++i) {
+      const auto request = MakeRequest(DType::kFloat16, 2, 128, false, rng);
+      payload_in += static_cast<int64_t>(request.input().data().size());
+      rows += 2;
+      ASSERT_TRUE(stream->Write(request));
+    }
+    stream->WritesDone();
+    normd::v1::NormalizeResponse response;
+    while (stream->Read(&response)) {}
+    ASSERT_TRUE(stream->Finish().ok());
+  }
+
+  absl::StatusOr<std::string> text = HttpGet(server.metrics_port(), "/metrics");
+  ASSERT_TRUE(text.ok()) << text.status();
+  const Exposition e = Parse(*text);
+
+  const std::map<std::string, std::string> kTypes = {
+      {"normd_requests_total", "counter"}, {"normd_request_duration_seconds", "histogram"},
+      {"normd_queue_wait_seconds", "histogram"}, {"normd_stage_duration_seconds", "histogram"},
+      {"normd_batch_rows", "histogram"}, {"normd_batch_requests", "histogram"},
+      {"normd_launches_total", "counter"}, {"normd_rows_total", "counter"}, {"normd_bytes_total", "counter"},
+      {"normd_kernel_bandwidth_bytes_per_second", "histogram"},
+      {"normd_device_copy_bandwidth_bytes_per_second", "gauge"}, {"normd_queue_depth", "gauge"},
+      {"normd_inflight_requests", "gauge"}, {"normd_pinned_bytes", "gauge"}, {"normd_device_bytes", "gauge"},
+      {"normd_weights_registered", "gauge"}, {"normd_workers", "gauge"}, {"normd_build_info", "gauge"}};
+  for (const auto& [family, type] : kTypes) {
+    auto it = e.types.find(family);
+    ASSERT_NE(it, e.types.end()) << family << " missing from:\n" << *text;
+    EXPECT_EQ(it->second, type) << family;
+  }
+  EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "Normalize"}, {"code", "OK"}}), 20);
+  EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "Normalize"}, {"code", "INVALID_ARGUMENT"}}), 5);
+  EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "Normalize"}, {"code", "NOT_FOUND"}}), 3);
+  EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "RegisterWeight"}, {"code", "OK"}}), 1);
+  EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "NormalizeStream"}, {"code", "OK"}}), 7);
+  EXPECT_EQ(e.Sum("normd_request_duration_seconds_count", {{"method", "Normalize"}}), 28);
+  EXPECT_EQ(e.Sum("normd_bytes_total", {{"direction", "in"}}), static_cast<double>(payload_in));
+  EXPECT_EQ(e.Sum("normd_bytes_total", {{"direction", "out"}}), static_cast<double>(payload_in));
+  // The warm-up launch (one row) counts too.
+  EXPECT_EQ(e.Sum("normd_rows_total", {{"device", "cpu"}}), static_cast<double>(rows + 1));
+  EXPECT_GE(e.Sum("normd_launches_total", {{"device", "cpu"}}), 1);
+  EXPECT_EQ(e.Sum("normd_batch_rows_count"), e.Sum("normd_launches_total"));
+  EXPECT_EQ(e.Sum("normd_stage_duration_seconds_count", {{"stage", "cpu"}}), e.Sum("normd_launches_total"));
+  EXPECT_GT(e.Sum("normd_kernel_bandwidth_bytes_per_second_count", {{"device", "cpu"}}), 0);
+  EXPECT_EQ(e.Sum("normd_queue_wait_seconds_count"), 27);  // the requests that reached a worker
+  EXPECT_EQ(e.Sum("normd_queue_depth"), 0);
+  EXPECT_EQ(e.Sum("normd_inflight_requests"), 0);
+  EXPECT_EQ(e.Sum("normd_weights_registered"), 1);
+  EXPECT_EQ(e.Sum("normd_workers", {{"state", "ready"}, {"device", "cpu"}}), 1);
+  EXPECT_EQ(e.Sum("normd_build_info", {{"backend", "cpu"}}), 1);
+  // Counts and timings only: nothing of a tensor's bytes or a weight's id reaches the endpoint.
+  EXPECT_EQ(text->find("w-float32"), std::string::npos);
+
+  // promtool (Debian's prometheus package, installed by scripts/install-deps.sh) lints the exposition.
+  const std::string path = ::testing::TempDir() + "/normd_metrics.txt";
+  std::ofstream(path) << *text;
+  std::FILE* lint = popen(("promtool check metrics < " + path + " 2>&1").c_str(), "r");
+  ASSERT_NE(lint, nullptr);
+  std::string lint_output;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, lint)) > 0;) lint_output.append(buf, n);
+  const int lint_status = pclose(lint);
+  ASSERT_NE(WEXITSTATUS(lint_status), 127) << "promtool is not installed: run scripts/install-deps.sh";
+  EXPECT_EQ(lint_status, 0) << lint_output;
+  EXPECT_EQ(lint_output, "") << lint_output;
+}
+
+}  // namespace
+}  // namespace normd::testing
