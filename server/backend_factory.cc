@@ -10,6 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/cpu_executor.h"
+#ifdef NORMD_HAVE_CUDA
+#include "server/cuda_backend.h"
+#endif
 
 namespace normd {
 namespace {
@@ -53,10 +56,16 @@ Backend MakeCpuBackend(const ServerConfig& config, ServerMetrics* metrics) {
 }  // namespace
 
 absl::StatusOr<Backend> MakeBackend(const ServerConfig& config, ServerMetrics* metrics) {
+#ifdef NORMD_HAVE_CUDA
+  if (config.backend == "cuda" || (config.backend == "auto" && VisibleCudaDevices() > 0)) {
+    return MakeCudaBackend(config, metrics);
+  }
+#else
   if (config.backend == "cuda") {
     return absl::FailedPreconditionError(
-        "--backend=cuda: this normd has no CUDA backend; use --backend=cpu or auto");
+        "--backend=cuda: this normd was built without CUDA (nvcc was not found); use --backend=cpu or auto");
   }
+#endif
   return MakeCpuBackend(config, metrics);
 }
 

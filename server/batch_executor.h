@@ -1,8 +1,14 @@
 // The backend interface: computes one launch (one dtype and hidden size, many requests).
 //
+// A launch goes through two phases, so that a worker can overlap consecutive launches: Start() packs
+// and enqueues the work (CUDA: pack into a pinned staging slot, copy up, launch, copy down, all on the
+// worker's stream) and returns without waiting for the device; Finish() waits for that launch and
+// delivers its results into the requests' output buffers. A worker may Start up to max_in_flight()
+// launches before it Finishes the oldest; launches finish in the order they started. The CPU executor
+// does all its work in Start (max_in_flight 1).
+//
 // A worker owns one executor and calls it from its own thread only, so an executor needs no locking of
-// its own state. The CPU executor computes straight from request bytes into response bytes; the CUDA
-// executor packs into pinned staging, copies, launches and copies back on the worker's stream.
+// its own state.
 #ifndef NORMD_SERVER_BATCH_EXECUTOR_H_
 #define NORMD_SERVER_BATCH_EXECUTOR_H_
 
@@ -18,10 +24,24 @@ class BatchExecutor {
  public:
   virtual ~BatchExecutor() = default;
 
-  // Computes every request of the launch into its output (and residual_out) buffers, and records how
-  // long each of its stages took. An error fails the whole launch; the worker answers each request
-  // with it.
-  virtual absl::Status Run(const Launch& launch, StageTimes& stages) = 0;
+  // Begins computing every request of the launch into its output (and residual_out) buffers, adding
+  // the time of the stages it ran to `stages`. An error fails the whole launch (Finish is then not
+  // called for it); the worker answers each request with it.
+  virtual absl::Status Start(const Launch& launch, StageTimes& stages) = 0;
+
+  // Waits for the oldest started launch (`launch`) and completes it, adding its stage times.
+  virtual absl::Status Finish(const Launch& launch, StageTimes& stages) {
+    (void)launch;
+    (void)stages;
+    return absl::OkStatus();
+  }
+
+  // How many launches may be started and not yet finished.
+  virtual int max_in_flight() const { return 1; }
+
+  // False once the executor has hit an error it cannot recover from (a sticky CUDA error): the
+  // scheduler then stops sending it work.
+  virtual bool healthy() const { return true; }
 
   // A short name for logs: "cpu", "cuda:0".
   virtual std::string name() const = 0;

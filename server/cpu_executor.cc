@@ -23,7 +23,7 @@ struct RowChunk {
 
 CpuExecutor::CpuExecutor(int threads) : pool_(threads) {}
 
-absl::Status CpuExecutor::Run(const Launch& launch, StageTimes& stages) {
+absl::Status CpuExecutor::Start(const Launch& launch, StageTimes& stages) {
   const absl::Time start = absl::Now();
   std::vector<RmsNormSegment> segments;
   segments.reserve(launch.items.size());

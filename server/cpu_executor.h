@@ -16,7 +16,7 @@ class CpuExecutor : public BatchExecutor {
   // `threads`: how many cores one launch may use (the calling worker thread included).
   explicit CpuExecutor(int threads);
 
-  absl::Status Run(const Launch& launch, StageTimes& stages) override;
+  absl::Status Start(const Launch& launch, StageTimes& stages) override;
   std::string name() const override { return "cpu"; }
   std::string device() const override { return "cpu"; }
 

@@ -14,6 +14,10 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   if (!accepting_.load()) {
     return absl::UnavailableError("normd is shutting down and takes no new requests");
   }
+  Worker* worker = LeastLoadedWorker();
+  if (worker == nullptr) {
+    return absl::UnavailableError("normd has no healthy worker left (see its log); retry on another replica");
+  }
   const int64_t bytes = item->bytes();
   // Reserve first, then check: concurrent submitters cannot together slip past the budget.
   const int64_t before = queued_bytes_.fetch_add(bytes);
@@ -33,16 +37,17 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
     if (metrics_ != nullptr) metrics_->inflight_requests().Decrement();
     inflight_.fetch_sub(1);
   };
-  LeastLoadedWorker().Enqueue(std::move(item));
+  worker->Enqueue(std::move(item));
   return absl::OkStatus();
 }
 
-Worker& Scheduler::LeastLoadedWorker() {
-  Worker* best = workers_.front().get();
+Worker* Scheduler::LeastLoadedWorker() {
+  Worker* best = nullptr;
   for (const auto& w : workers_) {
-    if (w->load_rows() < best->load_rows()) best = w.get();
+    if (!w->healthy()) continue;  // taken out of rotation after an unrecoverable device error
+    if (best == nullptr || w->load_rows() < best->load_rows()) best = w.get();
   }
-  return *best;
+  return best;
 }
 
 void Scheduler::Shutdown() {

@@ -44,7 +44,8 @@ class Scheduler {
   const std::vector<std::unique_ptr<Worker>>& workers() const { return workers_; }
 
  private:
-  Worker& LeastLoadedWorker();
+  // The healthy worker with the fewest rows queued or running; null when none is healthy.
+  Worker* LeastLoadedWorker();
 
   std::vector<std::unique_ptr<Worker>> workers_;
   const int64_t max_queue_bytes_;

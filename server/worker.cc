@@ -1,5 +1,7 @@
 #include "server/worker.h"
 
+#include <algorithm>
+#include <deque>
 #include <utility>
 #include <vector>
 
@@ -50,27 +52,35 @@ void Worker::Stop() {
 
 void Worker::Loop() {
   std::vector<std::pair<std::unique_ptr<WorkItem>, absl::Status>> dropped;
+  // Started launches not yet finished, oldest first: up to executor_->max_in_flight() of them, so
+  // that packing and copying launch k+1 overlaps the device work of launch k.
+  std::deque<InFlight> in_flight;
+  const size_t max_in_flight = static_cast<size_t>(std::max(1, executor_->max_in_flight()));
   while (true) {
     Launch launch;
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](Worker* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->mu_) { return w->stopping_ || !w->queue_.empty(); },
-          this));
-      if (queue_.empty()) {  // stopping, and everything accepted has been answered
-        exited_ = true;
-        return;
+      if (in_flight.empty()) {
+        mu_.Await(absl::Condition(
+            +[](Worker* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->mu_) { return w->stopping_ || !w->queue_.empty(); },
+            this));
+        if (queue_.empty()) {  // stopping, and everything accepted has been answered
+          exited_ = true;
+          return;
+        }
       }
-      const absl::Time now = absl::Now();
-      RemoveDeadRequests(queue_, now, dropped);
-      if (!queue_.empty()) {
-        const absl::Time launch_at = NextLaunchTime(queue_, limits_, now);
-        if (launch_at > now && !stopping_) {
-          // A partial launch may wait for company until launch_at, or until more requests arrive.
-          QueueChanged args{&queue_, &stopping_, queue_.size()};
-          mu_.AwaitWithDeadline(absl::Condition(&HasQueueChanged, &args), launch_at);
-        } else {
-          launch = TakeLaunch(queue_, limits_);
+      if (!queue_.empty() && in_flight.size() < max_in_flight) {
+        const absl::Time now = absl::Now();
+        RemoveDeadRequests(queue_, now, dropped);
+        if (!queue_.empty()) {
+          const absl::Time launch_at = NextLaunchTime(queue_, limits_, now);
+          if (launch_at <= now || stopping_) {
+            launch = TakeLaunch(queue_, limits_);
+          } else if (in_flight.empty()) {
+            // A partial launch may wait for company until launch_at, or until more requests arrive.
+            QueueChanged args{&queue_, &stopping_, queue_.size()};
+            mu_.AwaitWithDeadline(absl::Condition(&HasQueueChanged, &args), launch_at);
+          }
         }
       }
       if (metrics_ != nullptr) {
@@ -84,14 +94,27 @@ void Worker::Loop() {
       item->Complete(status);
     }
     dropped.clear();
-    if (!launch.items.empty()) RunLaunch(launch);
+    if (!launch.items.empty()) {
+      InFlight started{std::move(launch), absl::Now(), {}};
+      const absl::Status status = executor_->Start(started.launch, started.stages);
+      if (!status.ok() || executor_->max_in_flight() <= 1) {
+        CompleteLaunch(started, status);  // done already, or failed before reaching the device
+      } else {
+        in_flight.push_back(std::move(started));
+      }
+      continue;  // start more while launches are in flight, if there is work and room
+    }
+    if (!in_flight.empty()) {
+      InFlight& oldest = in_flight.front();
+      const absl::Status status = executor_->Finish(oldest.launch, oldest.stages);
+      CompleteLaunch(oldest, status);
+      in_flight.pop_front();
+    }
   }
 }
 
-void Worker::RunLaunch(Launch& launch) {
-  const absl::Time start = absl::Now();
-  StageTimes stages;
-  const absl::Status status = executor_->Run(launch, stages);
+void Worker::CompleteLaunch(InFlight& done, const absl::Status& status) {
+  Launch& launch = done.launch;
   const absl::Time end = absl::Now();
   if (!status.ok()) {
     Log(LogLevel::kError, "worker ", executor_->name(), ": launch of ", launch.items.size(), " requests (",
@@ -103,15 +126,15 @@ void Worker::RunLaunch(Launch& launch) {
     for (const auto& item : launch.items) {
       kernel_bytes += item->request.hidden * static_cast<int64_t>(ItemSize(item->request.weight_dtype));
     }
-    metrics_->Launch(executor_->device(), launch.rows, static_cast<int64_t>(launch.items.size()), stages,
+    metrics_->Launch(executor_->device(), launch.rows, static_cast<int64_t>(launch.items.size()), done.stages,
                      kernel_bytes);
   }
   LaunchReport report;
-  report.compute = end - start;
+  report.compute = end - done.started;
   report.batch_rows = static_cast<int32_t>(launch.rows);
   report.batch_requests = static_cast<int32_t>(launch.items.size());
   for (auto& item : launch.items) {
-    report.queue_wait = start - item->enqueued;
+    report.queue_wait = done.started - item->enqueued;
     load_rows_.fetch_sub(item->rows(), std::memory_order_relaxed);
     if (metrics_ != nullptr && !item->is_warm_up) {
       metrics_->QueueWait(report.queue_wait);

@@ -36,11 +36,20 @@ class Worker {
 
   // Rows queued or running here: the scheduler sends new work to the worker with the least.
   int64_t load_rows() const { return load_rows_.load(std::memory_order_relaxed); }
+  bool healthy() const { return executor_->healthy(); }
   const BatchExecutor& executor() const { return *executor_; }
 
  private:
+  // A launch the executor has started, with when and how long its stages took.
+  struct InFlight {
+    Launch launch;
+    absl::Time started;
+    StageTimes stages;
+  };
+
   void Loop();
-  void RunLaunch(Launch& launch);
+  // Answers every request of a finished (or failed) launch and records it in the metrics.
+  void CompleteLaunch(InFlight& done, const absl::Status& status);
 
   const std::unique_ptr<BatchExecutor> executor_;  // used by the worker thread only
   const BatchLimits limits_;

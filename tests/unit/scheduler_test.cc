@@ -17,7 +17,7 @@ namespace {
 // Records launches; the first launch can be held until the test releases it.
 class FakeExecutor : public BatchExecutor {
  public:
-  absl::Status Run(const Launch& launch, StageTimes& /*stages*/) override {
+  absl::Status Start(const Launch& launch, StageTimes& /*stages*/) override {
     {
       absl::MutexLock lock(&mu_);
       launch_sizes_.push_back(static_cast<int>(launch.items.size()));

@@ -1,0 +1,90 @@
+// The CUDA backend's executor: one worker's stream, pinned staging slots, device buffers and weight
+// cache on one GPU.
+//
+// A launch is packed into a pinned staging slot (segment table, inline weights, inputs, residuals: each
+// request's bytes copied in once), copied up in one transfer, normalized by one batched kernel launch,
+// and its outputs (and residual_outs) copied down in one transfer to the slot's pinned output area, from
+// which Finish copies each request's bytes out once. Two slots let the worker pack launch k+1 while
+// launch k is on the device. Buffers grow to the largest launch seen and are then reused: no
+// cudaMalloc or cudaHostAlloc on the request path once warm. Registered weights are uploaded once per
+// worker and kept (bounded, least recently used first out).
+#ifndef NORMD_SERVER_CUDA_EXECUTOR_H_
+#define NORMD_SERVER_CUDA_EXECUTOR_H_
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "server/batch_executor.h"
+
+namespace normd {
+
+class CudaExecutor : public BatchExecutor {
+ public:
+  // Builds the executor's stream and initial buffers on `device`. `weight_cache_bytes` bounds the
+  // device copies of registered weights this worker keeps.
+  static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(int device, int worker_index,
+                                                              int64_t weight_cache_bytes,
+                                                              ServerMetrics* metrics);
+  ~CudaExecutor() override;
+
+  absl::Status Start(const Launch& launch, StageTimes& stages) override;
+  absl::Status Finish(const Launch& launch, StageTimes& stages) override;
+  int max_in_flight() const override { return kSlots; }
+  bool healthy() const override { return healthy_; }
+  std::string name() const override;
+  std::string device() const override { return std::to_string(device_); }
+
+ private:
+  static constexpr int kSlots = 2;
+
+  // A growable buffer pair: pinned host memory and device memory of the same capacity.
+  struct Buffer {
+    void* host = nullptr;
+    void* dev = nullptr;
+    int64_t capacity = 0;
+  };
+  struct Slot {
+    Buffer in;   // segment table, inline weights, inputs, residuals
+    Buffer out;  // outputs, residual_outs
+    int64_t out_used = 0;
+    std::array<cudaEvent_t, 4> events{};  // before h2d, after h2d, after kernel, after d2h
+  };
+  struct CachedWeight {
+    std::string id;
+    void* dev = nullptr;
+    int64_t bytes = 0;
+  };
+
+  CudaExecutor(int device, int worker_index, int64_t weight_cache_bytes, ServerMetrics* metrics);
+  absl::Status Init();
+  absl::Status Grow(Buffer& buffer, int64_t bytes);
+  // Drops least recently used device weights until the cache is within its bound.
+  void TrimWeightCache();
+  // The device copy of a registered weight, uploaded on first use (on the worker's stream).
+  absl::StatusOr<const void*> DeviceWeight(const RegisteredWeight& weight);
+  // Turns a CUDA error into INTERNAL, and takes the worker out of rotation when the error is sticky.
+  absl::Status CudaFailure(const char* what, cudaError_t error);
+
+  const int device_;
+  const int worker_index_;
+  const int64_t weight_cache_bytes_;
+  ServerMetrics* const metrics_;
+  bool healthy_ = true;
+  cudaStream_t stream_ = nullptr;
+  std::array<Slot, kSlots> slots_;
+  int next_slot_ = 0;      // the slot the next Start packs into
+  int oldest_slot_ = 0;    // the slot the next Finish completes
+  std::list<CachedWeight> weights_;  // most recently used first
+  absl::flat_hash_map<std::string, std::list<CachedWeight>::iterator> weight_by_id_;
+  int64_t weight_bytes_ = 0;
+};
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_CUDA_EXECUTOR_H_
