@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Times normd's CUDA RMSNorm kernels against PyTorch, torch.compile and a Triton kernel, same run.
+
+Runs on the GPU machine with its PyTorch and Triton. Our kernels are called through ctypes
+(normd_cuda_rmsnorm in libnormd_cuda_kernels.so) on PyTorch's current stream. Anchors:
+  F.rms_norm       torch.nn.functional.rms_norm (fused add: x + r in eager, then F.rms_norm)
+  compile          torch.compile(dynamic=False) of the eager fp32 formula (fused add: x + r inside)
+  triton           the seed article's two-loop Triton kernel (sum of squares loop, then a normalize loop),
+                   written here from its description; for fused add the same kernel with r added in both
+                   loops and h stored in the second
+Rows >= 1024: triton.testing.do_bench medians (it clears L2 before every call). Rows < 1024: 20 calls
+captured in one CUDA graph and replayed, L2-resident data, median replay / 20. Bytes: 2*M*H*size +
+H*size plain, 4*M*H*size + H*size fused. One table out; ratio = ours / fastest anchor (< 1: ours faster).
+
+  python3 compare_kernels.py --lib .gpu/lib/libnormd_cuda_kernels.so [--dtypes bf16] [--rows ...]
+          [--hidden ...] [--modes plain,fused] [--budget-s 300] [--csv out.csv]
+"""
+import argparse
+import ctypes
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+DTYPES = {"fp32": (torch.float32, 1), "fp16": (torch.float16, 2), "bf16": (torch.bfloat16, 3)}
+EPS = 1e-6
+
+
+@triton.jit
+def seed_rmsnorm_kernel(X, R, RO, Y, W, stride, N, eps, HAS_RES: tl.constexpr, BLOCK: tl.constexpr):
+    # The seed article's kernel: one program per row, loop 1 accumulates x^2 over BLOCK-wide chunks,
+    # loop 2 re-reads x, multiplies by inv_rms and w, and stores. HAS_RES adds r (our fused variant).
+    row = tl.program_id(0)
+    X += row * stride
+    Y += row * stride
+    if HAS_RES:
+        R += row * stride
+        RO += row * stride
+    ss = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        mask = cols < N
+        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
+        if HAS_RES:
+            x += tl.load(R + cols, mask=mask, other=0.0).to(tl.float32)
+        ss += x * x
+    rms = tl.sqrt(tl.sum(ss) / N + eps)
+    inv = 1.0 / rms
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        mask = cols < N
+        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
+        if HAS_RES:
+            x += tl.load(R + cols, mask=mask, other=0.0).to(tl.float32)
+            tl.store(RO + cols, x.to(RO.dtype.element_ty), mask=mask)
+        w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(Y + cols, (x * inv * w).to(Y.dtype.element_ty), mask=mask)
+
+
+def triton_rmsnorm(x, w, y, r=None, ro=None):
+    m, n = x.shape
+    block = min(triton.next_power_of_2(n), 4096)
+    warps = 4 if block <= 1024 else 8 if block <= 2048 else 16
+    seed_rmsnorm_kernel[(m,)](x, r if r is not None else x, ro if ro is not None else y, y, w,
+                              x.stride(0), n, EPS, HAS_RES=r is not None, BLOCK=block,
+                              num_warps=warps)
+
+
+def eager_plain(x, w):
+    xf = x.float()
+    var = xf.pow(2).mean(-1, keepdim=True)
+    return (xf * torch.rsqrt(var + EPS) * w.float()).to(x.dtype)
+
+
+def eager_fused(x, r, w):
+    h = x.float() + r.float()
+    var = h.pow(2).mean(-1, keepdim=True)
+    return (h * torch.rsqrt(var + EPS) * w.float()).to(x.dtype), h.to(x.dtype)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", default=".gpu/lib/libnormd_cuda_kernels.so")
+    ap.add_argument("--dtypes", default="bf16,fp16,fp32")
+    ap.add_argument("--rows", default="1,8,128,1024,4096,16384,65536")
+    ap.add_argument("--hidden", default="1024,3000,4096,5120,7168,8192,16384")
+    ap.add_argument("--modes", default="plain,fused")
+    ap.add_argument("--budget-s", type=float, default=300.0)
+    ap.add_argument("--csv", default="")
+    args = ap.parse_args()
+
+    lib = ctypes.CDLL(os.path.abspath(args.lib))
+    fn = lib.normd_cuda_rmsnorm
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_float,
+                   ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
+
+    for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
+                 "accumulated_cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 100000)
+    compiled_plain = torch.compile(eager_plain, dynamic=False)
+    compiled_fused = torch.compile(eager_fused, dynamic=False)
+
+    dev = torch.cuda.get_device_properties(0)
+    # Device copy ceiling, same run.
+    buf = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(buf)
+    t = triton.testing.do_bench(lambda: dst.copy_(buf), return_mode="median")
+    copy_tbs = 2 * buf.numel() / (t * 1e-3) / 1e12
+    del buf, dst
+    print(f"# {dev.name}, torch {torch.__version__}, triton {triton.__version__}; "
+          f"torch device copy {copy_tbs:.3f} TB/s", flush=True)
+
+    def ours(x, w, y, r, ro, wcode, stream, pdl):
+        err = fn(DTYPES_CODE[x.dtype], x.shape[1], x.shape[0], x.data_ptr(), y.data_ptr(),
+                 r.data_ptr() if r is not None else None, ro.data_ptr() if ro is not None else None,
+                 w.data_ptr(), wcode, EPS, 0.0, stream, pdl)
+        if err != 0:
+            raise RuntimeError(f"normd_cuda_rmsnorm returned {err}")
+
+    DTYPES_CODE = {v[0]: v[1] for v in DTYPES.values()}
+
+    def time_graph(call):
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                call()
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(20):
+                call()
+        for _ in range(10):
+            g.replay()
+        torch.cuda.synchronize()
+        times = []
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        for _ in range(200):
+            a.record()
+            g.replay()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b) * 1e3 / 20)
+        times.sort()
+        return times[len(times) // 2]
+
+    def time_bench(call):
+        return triton.testing.do_bench(call, warmup=10, rep=60, return_mode="median") * 1e3
+
+    header = ("dtype", "mode", "rows", "H", "ours_us", "ours_TBs", "frms_us", "compile_us",
+              "triton_us", "best_anchor", "ratio")
+    print("%-5s %-5s %6s %6s %9s %8s %9s %10s %9s %-8s %6s" % header, flush=True)
+    rows_out = []
+    start = time.time()
+    skipped = 0
+    for dname in args.dtypes.split(","):
+        dt, _ = DTYPES[dname]
+        for mode in args.modes.split(","):
+            fused = mode == "fused"
+            for rows in [int(v) for v in args.rows.split(",")]:
+                for hidden in [int(v) for v in args.hidden.split(",")]:
+                    if rows * hidden * (4 if dt == torch.float32 else 2) > (4 << 30):
+                        continue
+                    if time.time() - start > args.budget_s:
+                        skipped += 1
+                        continue
+                    torch.manual_seed(rows * 7 + hidden)
+                    x = torch.randn(rows, hidden, device="cuda", dtype=dt)
+                    r = torch.randn(rows, hidden, device="cuda", dtype=dt) if fused else None
+                    w = torch.rand(hidden, device="cuda", dtype=dt) + 0.5
+                    y = torch.empty_like(x)
+                    ro = torch.empty_like(x) if fused else None
+                    stream_of = lambda: torch.cuda.current_stream().cuda_stream
+                    small = rows < 1024
+                    wcode = DTYPES_CODE[dt]
+                    impls = {
+                        "ours": lambda: ours(x, w, y, r, ro, wcode, stream_of(), 1 if small else 0),
+                    }
+                    if fused:
+                        impls["frms"] = lambda: F.rms_norm(x + r, (hidden,), w, EPS)
+                        impls["compile"] = lambda: compiled_fused(x, r, w)
+                        impls["triton"] = lambda: triton_rmsnorm(x, w, y, r, ro)
+                    else:
+                        impls["frms"] = lambda: F.rms_norm(x, (hidden,), w, EPS)
+                        impls["compile"] = lambda: compiled_plain(x, w)
+                        impls["triton"] = lambda: triton_rmsnorm(x, w, y)
+                    # Correctness of ours against the fp32 eager formula (one check per shape).
+                    impls["ours"]()
+                    torch.cuda.synchronize()
+                    ref = eager_fused(x, r, w)[0] if fused else eager_plain(x, w)
+                    err = (y.float() - ref.float()).abs().max().item()
+                    tol = 1e-4 if dt == torch.float32 else (2e-2 if dt == torch.bfloat16 else 4e-3)
+                    scale = ref.float().abs().max().item()
+                    if not err <= tol * max(scale, 1.0):
+                        print(f"# MISMATCH {dname} {mode} {rows}x{hidden}: max err {err}", flush=True)
+                    res = {}
+                    for k, call in impls.items():
+                        try:
+                            res[k] = time_graph(call) if small else time_bench(call)
+                        except Exception as e:  # an anchor failing must not stop the table
+                            print(f"# {k} failed at {dname} {mode} {rows}x{hidden}: {e}", flush=True)
+                            res[k] = float("nan")
+                    anchors = {k: v for k, v in res.items() if k != "ours" and v == v}
+                    best = min(anchors, key=anchors.get) if anchors else "-"
+                    ratio = res["ours"] / anchors[best] if anchors else float("nan")
+                    nbytes = ((4 if fused else 2) * rows * hidden + hidden) * x.element_size()
+                    tbs = nbytes / (res["ours"] * 1e-6) / 1e12
+                    line = (dname, mode, rows, hidden, res["ours"], tbs, res["frms"], res["compile"],
+                            res["triton"], best, ratio)
+                    rows_out.append(line)
+                    print("%-5s %-5s %6d %6d %9.2f %8.3f %9.2f %10.2f %9.2f %-8s %6.3f" % line,
+                          flush=True)
+                    del x, r, w, y, ro, impls
+    if skipped:
+        print(f"# budget of {args.budget_s:.0f} s reached: {skipped} points not run", flush=True)
+    if args.csv:
+        with open(args.csv, "w") as f:
+            f.write(",".join(header) + "\n")
+            for line in rows_out:
+                f.write(",".join(str(v) for v in line) + "\n")
+    wins = sum(1 for l in rows_out if l[2] >= 1024 and l[10] < 1.0)
+    total = sum(1 for l in rows_out if l[2] >= 1024)
+    print(f"# rows >= 1024: ours fastest at {wins} of {total} points", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

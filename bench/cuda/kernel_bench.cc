@@ -1,0 +1,344 @@
+// normd_kernel_bench: times the CUDA RMSNorm kernels (normd::cuda_kernels) on the device.
+//
+// Method (docs/BENCHMARKS.md, "CUDA kernels (H200)"): CUDA events; for rows > 128 every sample
+// launches once over each of S buffer sets (S chosen so one sample touches >= 240 MB, 4x the H200's
+// 60 MB L2, so the data come from HBM) and the per-launch time is the sample over S; the figure is
+// the median of >= 100 samples after warm-up. For rows <= 128, 20 launches are captured in one CUDA
+// graph on one (L2-resident) buffer set and replayed; the figure is the median replay over 20, with
+// and without programmatic dependent launch. Bytes: 2*rows*H*size + H*wsize plain, 4*rows*H*size +
+// H*wsize fused add. A device-to-device copy (1 GiB, bytes read + written) is timed in the same
+// run.
+//
+//   normd_kernel_bench [--dtypes bf16,fp16,fp32] [--rows 1,8,...] [--hidden 1024,...]
+//                      [--modes plain,fused] [--csv] [--sweep]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/rmsnorm_cuda.h"
+#include "kernels/dtype.h"
+#include "kernels/rmsnorm.h"
+
+namespace {
+
+using normd::DType;
+
+#define CHECK_CUDA(expr)                                                                         \
+  do {                                                                                           \
+    const cudaError_t e_ = (expr);                                                               \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+constexpr double kTouchBytes = 240e6;  // per timing sample: 4x the 60 MB L2
+constexpr int kSamples = 100;
+constexpr int kGraphLaunches = 20;
+constexpr size_t kMaxTensorBytes = size_t{4} << 30;  // issue 3: drop shapes over 4 GiB
+
+std::vector<int64_t> ParseInts(const std::string& s) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::stoll(item));
+  return out;
+}
+
+std::vector<std::string> ParseStrings(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(item);
+  return out;
+}
+
+DType ParseDType(const std::string& s) {
+  if (s == "fp32" || s == "float32") return DType::kFloat32;
+  if (s == "fp16" || s == "float16") return DType::kFloat16;
+  return DType::kBFloat16;
+}
+
+const char* ShortName(DType d) {
+  return d == DType::kFloat32 ? "fp32" : d == DType::kFloat16 ? "fp16" : "bf16";
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// One device pool, filled once with random finite values of every dtype's range, carved per shape.
+struct Pool {
+  unsigned char* base = nullptr;
+  size_t bytes = 0;
+};
+
+Pool MakePool(size_t bytes) {
+  Pool pool;
+  pool.bytes = bytes;
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&pool.base), bytes));
+  // Random data valid in every dtype: each 32-bit word is an fp32 in [-2, 2) whose upper half is
+  // therefore a bf16 in that range, and whose lower half is an fp16 in [-1, 1). (Read as fp16, the
+  // upper half is some finite fp16 too: its exponent bits come from an fp32 exponent near 127.)
+  const size_t pattern_bytes = size_t{64} << 20;
+  std::vector<uint32_t> pattern(pattern_bytes / 4);
+  uint64_t state = 0x1234567;
+  for (auto& v : pattern) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const float f = static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) * 0x1p-22f;
+    // fp32 view: f with its low 16 bits replaced by a finite half/bf16 value of magnitude < 2.
+    const uint32_t hi = normd::FloatBits(f) & 0xFFFF0000u;
+    const uint16_t lo =
+        normd::FloatToFloat16(static_cast<float>((state >> 20) & 0xFFF) / 2048.0f - 1.0f);
+    v = hi | lo;
+  }
+  unsigned char* d = pool.base;
+  CHECK_CUDA(cudaMemcpy(d, pattern.data(), std::min(pattern_bytes, bytes), cudaMemcpyHostToDevice));
+  size_t filled = std::min(pattern_bytes, bytes);
+  while (filled < bytes) {
+    const size_t n = std::min(filled, bytes - filled);
+    CHECK_CUDA(cudaMemcpy(d + filled, d, n, cudaMemcpyDeviceToDevice));
+    filled += n;
+  }
+  return pool;
+}
+
+double DeviceCopyTBs(const Pool& pool) {
+  const size_t bytes = size_t{1} << 30;
+  cudaEvent_t a, b;
+  CHECK_CUDA(cudaEventCreate(&a));
+  CHECK_CUDA(cudaEventCreate(&b));
+  std::vector<double> t;
+  for (int i = 0; i < 25; ++i) {
+    CHECK_CUDA(cudaEventRecord(a));
+    CHECK_CUDA(cudaMemcpyAsync(pool.base + bytes, pool.base, bytes, cudaMemcpyDeviceToDevice));
+    CHECK_CUDA(cudaEventRecord(b));
+    CHECK_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    if (i >= 5) t.push_back(ms);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return 2.0 * bytes / (Median(t) * 1e-3) / 1e12;
+}
+
+struct Result {
+  double us = 0;
+  double us_nopdl = 0;  // graph mode: the same graph without programmatic dependent launch
+  int sets = 0;
+  bool ok = true;
+};
+
+// Times one shape. Returns us per launch (median).
+Result TimeShape(const Pool& pool, DType dtype, int64_t rows, int64_t hidden, bool fused,
+                 const normd::cuda::RmsNormOptions& base_options) {
+  Result res;
+  const size_t item = normd::ItemSize(dtype);
+  const size_t tensor = (static_cast<size_t>(rows * hidden) * item + 255) / 256 * 256;
+  const int tensors = fused ? 4 : 2;
+  const double touch = static_cast<double>(tensor) * tensors;
+  const bool graph = rows <= 128;
+  int sets = graph ? 1 : static_cast<int>(std::max(1.0, std::ceil(kTouchBytes / touch)));
+  const size_t weight_bytes = (static_cast<size_t>(hidden) * 4 + 255) / 256 * 256;
+  while (sets > 1 && static_cast<size_t>(sets) * tensors * tensor + weight_bytes > pool.bytes)
+    --sets;
+  if (static_cast<size_t>(sets) * tensors * tensor + weight_bytes > pool.bytes) {
+    res.ok = false;
+    return res;
+  }
+  res.sets = sets;
+  std::vector<normd::RmsNormSegment> segs(sets);
+  unsigned char* p = pool.base;
+  const void* weight = p;
+  p += weight_bytes;
+  for (int s = 0; s < sets; ++s) {
+    auto& g = segs[s];
+    g.input = p;
+    p += tensor;
+    g.output = p;
+    p += tensor;
+    if (fused) {
+      g.residual = p;
+      p += tensor;
+      g.residual_out = p;
+      p += tensor;
+    }
+    g.weight = weight;
+    g.weight_dtype = dtype;
+    g.rows = rows;
+    g.eps = 1e-6f;
+  }
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaEvent_t a, b;
+  CHECK_CUDA(cudaEventCreate(&a));
+  CHECK_CUDA(cudaEventCreate(&b));
+  auto time_region = [&](auto&& body, int samples, int warmup) {
+    std::vector<double> t;
+    for (int i = 0; i < warmup + samples; ++i) {
+      CHECK_CUDA(cudaEventRecord(a, stream));
+      body();
+      CHECK_CUDA(cudaEventRecord(b, stream));
+      CHECK_CUDA(cudaEventSynchronize(b));
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+      if (i >= warmup) t.push_back(ms * 1e3);
+    }
+    return Median(t);
+  };
+  if (graph) {
+    for (const bool pdl : {true, false}) {
+      normd::cuda::RmsNormOptions o = base_options;
+      o.programmatic_dependent_launch = pdl;
+      o.weight_before_dependency_wait = pdl;
+      cudaGraph_t g;
+      CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < kGraphLaunches; ++i) {
+        const cudaError_t e = normd::cuda::RmsNorm(dtype, hidden, segs[0], stream, o);
+        if (e != cudaSuccess) {
+          std::fprintf(stderr, "launch: %s\n", cudaGetErrorString(e));
+          std::exit(1);
+        }
+      }
+      CHECK_CUDA(cudaStreamEndCapture(stream, &g));
+      cudaGraphExec_t exec;
+      CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+      const double us =
+          time_region([&] { CHECK_CUDA(cudaGraphLaunch(exec, stream)); }, 200, 10) / kGraphLaunches;
+      (pdl ? res.us : res.us_nopdl) = us;
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(g);
+    }
+  } else {
+    normd::cuda::RmsNormOptions o = base_options;
+    auto pass = [&] {
+      for (int s = 0; s < sets; ++s) {
+        const cudaError_t e = normd::cuda::RmsNorm(dtype, hidden, segs[s], stream, o);
+        if (e != cudaSuccess) {
+          std::fprintf(stderr, "launch: %s\n", cudaGetErrorString(e));
+          std::exit(1);
+        }
+      }
+    };
+    res.us = time_region(pass, kSamples, 3) / sets;
+  }
+  CHECK_CUDA(cudaGetLastError());
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaStreamDestroy(stream);
+  return res;
+}
+
+double Bytes(DType dtype, int64_t rows, int64_t hidden, bool fused) {
+  const double item = static_cast<double>(normd::ItemSize(dtype));
+  return (fused ? 4.0 : 2.0) * static_cast<double>(rows) * hidden * item + hidden * item;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> dtypes = {"bf16", "fp16", "fp32"};
+  std::vector<int64_t> rows_list = {1, 8, 128, 1024, 4096, 16384, 65536};
+  std::vector<int64_t> hidden_list = {1024, 3000, 4096, 5120, 7168, 8192, 16384};
+  std::vector<std::string> modes = {"plain", "fused"};
+  bool csv = false;
+  bool sweep = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (arg == "--dtypes")
+      dtypes = ParseStrings(next());
+    else if (arg == "--rows")
+      rows_list = ParseInts(next());
+    else if (arg == "--hidden")
+      hidden_list = ParseInts(next());
+    else if (arg == "--modes")
+      modes = ParseStrings(next());
+    else if (arg == "--csv")
+      csv = true;
+    else if (arg == "--sweep")
+      sweep = true;
+    else {
+      std::fprintf(stderr,
+                   "usage: %s [--dtypes bf16,fp16,fp32] [--rows ...] [--hidden ...] "
+                   "[--modes plain,fused] [--csv] [--sweep]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::fprintf(stderr, "no CUDA device\n");
+    return 1;
+  }
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  size_t free_bytes = 0, total = 0;
+  CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total));
+  const size_t pool_bytes = std::min(free_bytes - (size_t{4} << 30), size_t{20} << 30);
+  const Pool pool = MakePool(pool_bytes);
+  const double copy_tbs = DeviceCopyTBs(pool);
+  std::printf(
+      "# device %s, %d SMs, L2 %d MB; device-to-device copy %.3f TB/s (1 GiB, read+write)\n",
+      prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, copy_tbs);
+  if (csv)
+    std::printf(
+        "dtype,mode,rows,hidden,us,tbs,pct_copy,us_no_pdl,threads_per_row,vectors_per_thread,"
+        "sets\n");
+  else
+    std::printf("%-5s %-6s %6s %6s %10s %7s %7s %10s %9s\n", "dtype", "mode", "rows", "H", "us",
+                "TB/s", "%copy", "us_no_pdl", "G x N");
+  for (const std::string& dname : dtypes) {
+    const DType dtype = ParseDType(dname);
+    for (const std::string& mode : modes) {
+      const bool fused = mode == "fused";
+      for (const int64_t rows : rows_list) {
+        for (const int64_t hidden : hidden_list) {
+          if (static_cast<size_t>(rows * hidden) * normd::ItemSize(dtype) > kMaxTensorBytes)
+            continue;
+          std::vector<normd::cuda::RmsNormOptions> variants(1);
+          if (sweep) {
+            for (const int n : {1, 2, 4, 8}) {
+              normd::cuda::RmsNormOptions o;
+              o.vectors_per_thread = n;
+              if (normd::cuda::ChooseKernelShape(dtype, hidden, rows, fused, o).threads_per_row !=
+                  0)
+                variants.push_back(o);
+            }
+          }
+          for (const auto& o : variants) {
+            const normd::cuda::KernelShape shape =
+                normd::cuda::ChooseKernelShape(dtype, hidden, rows, fused, o);
+            const Result r = TimeShape(pool, dtype, rows, hidden, fused, o);
+            if (!r.ok) continue;
+            const double tbs = Bytes(dtype, rows, hidden, fused) / (r.us * 1e-6) / 1e12;
+            const std::string tag = (sweep && o.vectors_per_thread != 0) ? "*" : "";
+            if (csv) {
+              std::printf("%s,%s%s,%lld,%lld,%.3f,%.3f,%.1f,%.3f,%d,%d,%d\n", ShortName(dtype),
+                          mode.c_str(), tag.c_str(), static_cast<long long>(rows),
+                          static_cast<long long>(hidden), r.us, tbs, 100.0 * tbs / copy_tbs,
+                          r.us_nopdl, shape.threads_per_row, shape.vectors_per_thread, r.sets);
+            } else {
+              std::printf("%-5s %-6s %6lld %6lld %10.3f %7.3f %6.1f%% %10.3f %4dx%d%s\n",
+                          ShortName(dtype), mode.c_str(), static_cast<long long>(rows),
+                          static_cast<long long>(hidden), r.us, tbs, 100.0 * tbs / copy_tbs,
+                          r.us_nopdl, shape.threads_per_row, shape.vectors_per_thread, tag.c_str());
+            }
+            std::fflush(stdout);
+          }
+        }
+      }
+    }
+  }
+  CHECK_CUDA(cudaFree(pool.base));
+  return 0;
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One GPU session's worth of kernel work on the H200 machine, logs under $OUT (default ./out):
+#   tests      normd_gpu_tests (all)                                  -> gpu_tests.log
+#   sweep      normd_kernel_bench --sweep on a few shapes (shape tuning) -> sweep.log
+#   bench      normd_kernel_bench over issue 3's grid, CSV            -> bench.csv
+#   compare    compare_kernels.py (PyTorch, torch.compile, Triton)    -> compare.log, compare.csv
+#   sanitizer  compute-sanitizer memcheck + racecheck on a reduced test filter -> sanitizer.log
+# Usage (from the repository root, after bundling into .gpu/ as docs/KERNELS.md, "Build and run", says):
+#   STEPS="tests bench compare" bench/cuda/run_h200.sh
+set -uo pipefail
+bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$bench_dir/../.." && pwd)
+source "$root/.gpu/env.sh"
+OUT=${OUT:-$root/out}
+mkdir -p "$OUT"
+STEPS=${STEPS:-"tests sweep bench compare sanitizer"}
+COMPARE_ARGS=${COMPARE_ARGS:-}
+BENCH_ARGS=${BENCH_ARGS:-}
+export PYTHONUNBUFFERED=1
+
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+stamp() { echo "== $(date -u +%H:%M:%S) $*"; }
+
+stamp "start"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
+if has tests; then
+  stamp tests
+  timeout 300 normd_gpu_tests --gtest_brief=1 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
+fi
+if has sweep; then
+  stamp sweep
+  timeout 150 normd_kernel_bench --sweep ${SWEEP_ARGS:---dtypes bf16,fp32 --rows 1,1024,16384,65536 \
+    --hidden 1024,3000,4096,7168,8192,16384 --modes plain,fused} 2>&1 | tee "$OUT/sweep.log" | tail -5
+fi
+if has bench; then
+  stamp bench
+  timeout 240 normd_kernel_bench --csv $BENCH_ARGS 2>&1 | tee "$OUT/bench.csv" | tail -5
+fi
+if has compare; then
+  stamp compare
+  timeout 330 python3 "$bench_dir/compare_kernels.py" --lib "$root/.gpu/lib/libnormd_cuda_kernels.so" \
+    --csv "$OUT/compare.csv" $COMPARE_ARGS 2>&1 | tee "$OUT/compare.log" | tail -40
+  if [[ -n "${COMPARE_ARGS2:-}" ]]; then
+    timeout 200 python3 "$bench_dir/compare_kernels.py" --lib "$root/.gpu/lib/libnormd_cuda_kernels.so" \
+      --csv "$OUT/compare2.csv" $COMPARE_ARGS2 2>&1 | tee "$OUT/compare2.log" | tail -40
+  fi
+fi
+if has sanitizer; then
+  stamp sanitizer
+  filter='RmsNormCuda.NanConfinedToItsRow:RmsNormCudaBatched.MixedSegmentsInOneLaunch:RmsNormCuda.MisalignedPointers'
+  {
+    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 normd_gpu_tests --gtest_brief=1 \
+      --gtest_filter="$filter"; echo "memcheck rc=$?"
+    timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 normd_gpu_tests --gtest_brief=1 \
+      --gtest_filter='RmsNormCuda.NanConfinedToItsRow:RmsNormCudaBatched.MixedSegmentsInOneLaunch'
+    echo "racecheck rc=$?"
+  } 2>&1 | tee "$OUT/sanitizer.log" | tail -12
+fi
+stamp done

@@ -1,0 +1,279 @@
+// Host launchers of the RMSNorm kernels (rmsnorm_kernels.cuh): pick the kernel shape from the dtype
+// and hidden size, check what can be checked on the host, and launch with cudaLaunchKernelEx (so
+// that programmatic dependent launch is one attribute away).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "kernels/cuda/rmsnorm_cuda.h"
+#include "kernels/cuda/rmsnorm_kernels.cuh"
+
+namespace normd::cuda {
+namespace {
+
+using internal::KernelParams;
+
+// Rows up to this many elements stay in registers (issue 3: read once for H <= 16384).
+constexpr int64_t kRegisterMaxHidden = 16384;
+// The automatic shape spreads a row over up to this many threads when rows are few.
+constexpr int kPreferredGroupThreads = 256;
+// "Few rows": rows * threads_per_row under this many threads (about a third of the H200's 132 x
+// 2048 resident threads). Chosen from the shape sweep (docs/KERNELS.md): 1024 x 4096 bf16 ran 7.8
+// us as 128 x 4 and 9.2 us as 256 x 2; 1024 x 1024 ran 4.7 us as 128 x 1 and 5.1 us as 32 x 4.
+constexpr int64_t kSpreadBelowThreads = 100000;
+// Launches of at most this many blocks (under two waves of the H200's 132 multiprocessors) are
+// latency-bound: their kernels load the weight together with the row instead of after the
+// reduction.
+constexpr int64_t kLatencyBoundBlocks = 256;
+// Blocks of row groups smaller than 128 threads hold several rows, up to this many threads.
+constexpr int kSmallGroupBlockThreads = 256;
+
+bool ValidDType(DType d) {
+  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t PowerOfTwoCeil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+// Threads of a row group that covers `vectors`: a power of two up to 32, else a multiple of 32.
+int64_t GroupThreadsFor(int64_t vectors) {
+  return vectors <= 32 ? PowerOfTwoCeil(vectors) : CeilDiv(vectors, 32) * 32;
+}
+
+bool ValidGroupThreads(int g) {
+  if (g <= 0 || g > internal::kMaxBlockThreads) return false;
+  return g <= 32 ? (g & (g - 1)) == 0 : g % 32 == 0;
+}
+
+bool ValidVectorsPerThread(DType d, int n) {
+  return n == 1 || n == 2 || n == 4 || (n == 8 && d == DType::kFloat32);
+}
+
+template <typename T, bool kEarlyWeights, bool kResidual>
+void (*RowKernelFor(int vectors_per_thread))(KernelParams) {
+  switch (vectors_per_thread) {
+    case 1:
+      return internal::RmsNormRowKernel<T, 1, kEarlyWeights, kResidual>;
+    case 2:
+      return internal::RmsNormRowKernel<T, 2, kEarlyWeights, kResidual>;
+    case 4:
+      return internal::RmsNormRowKernel<T, 4, kEarlyWeights, kResidual>;
+    case 8:
+      // fp32 only (H up to 16384 in 512 threads); the early-weight variant spills, so never that.
+      if constexpr (sizeof(T) == 4) return internal::RmsNormRowKernel<T, 8, false, kResidual>;
+      return nullptr;
+    default:
+      return nullptr;
+  }
+}
+
+template <typename T>
+cudaError_t LaunchTyped(const KernelParams& params, const KernelShape& shape, bool residual,
+                        bool pdl, cudaStream_t stream) {
+  const int64_t blocks = CeilDiv(params.total_rows, shape.rows_per_block);
+  if (blocks > INT_MAX) return cudaErrorInvalidValue;
+  void (*kernel)(KernelParams) = nullptr;
+  const bool early = blocks <= kLatencyBoundBlocks;
+  if (shape.two_pass) {
+    kernel = internal::RmsNormTwoPassKernel<T>;
+  } else if (early) {
+    kernel = residual ? RowKernelFor<T, true, true>(shape.vectors_per_thread)
+                      : RowKernelFor<T, true, false>(shape.vectors_per_thread);
+  } else {
+    kernel = residual ? RowKernelFor<T, false, true>(shape.vectors_per_thread)
+                      : RowKernelFor<T, false, false>(shape.vectors_per_thread);
+  }
+  if (kernel == nullptr) return cudaErrorInvalidValue;
+
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(static_cast<unsigned>(shape.threads_per_block));
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  if (pdl) {
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, kernel, params);
+}
+
+// residual: whether any segment may carry a residual (always true for a device table).
+cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNormOptions& options,
+                   cudaStream_t stream) {
+  const KernelShape shape =
+      ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, options);
+  if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
+  params.threads_per_row = shape.threads_per_row;
+  params.rows_per_block = shape.rows_per_block;
+  if (params.total_rows == 0) return cudaSuccess;
+  const bool pdl = options.programmatic_dependent_launch;
+  switch (dtype) {
+    case DType::kFloat32:
+      return LaunchTyped<float>(params, shape, residual, pdl, stream);
+    case DType::kFloat16:
+      return LaunchTyped<__half>(params, shape, residual, pdl, stream);
+    case DType::kBFloat16:
+      return LaunchTyped<__nv_bfloat16>(params, shape, residual, pdl, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool residual,
+                              const RmsNormOptions& options) {
+  KernelShape shape;
+  if (!ValidDType(dtype) || hidden < 1 || hidden > kMaxHidden) return shape;
+  if (hidden > kRegisterMaxHidden) {
+    shape.two_pass = true;
+    shape.threads_per_row = internal::kTwoPassThreads;
+    shape.rows_per_block = 1;
+    shape.threads_per_block = internal::kTwoPassThreads;
+    return shape;
+  }
+  const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
+  const int64_t vectors = CeilDiv(hidden, vec_elems);
+  const int max_n = dtype == DType::kFloat32 ? 8 : 4;
+  int64_t n = 1;
+  int64_t g = 0;
+  if (options.vectors_per_thread != 0 || options.threads_per_row != 0) {
+    if (options.vectors_per_thread != 0 &&
+        !ValidVectorsPerThread(dtype, options.vectors_per_thread)) {
+      return shape;
+    }
+    if (options.threads_per_row != 0 && !ValidGroupThreads(options.threads_per_row)) return shape;
+    if (options.vectors_per_thread != 0 && options.threads_per_row != 0) {
+      n = options.vectors_per_thread;
+      g = options.threads_per_row;
+    } else if (options.vectors_per_thread != 0) {
+      n = options.vectors_per_thread;
+      g = GroupThreadsFor(CeilDiv(vectors, n));
+    } else {
+      g = options.threads_per_row;
+      n = 1;
+      while (n < max_n && g * n < vectors) n <<= 1;
+    }
+    if (g * n < vectors || g > internal::kMaxBlockThreads) return shape;
+  } else if (residual) {
+    // x and r both in flight: the fewest vectors per thread that keep the group within
+    // kPreferredGroupThreads (measured best for fused add on the H200, docs/KERNELS.md).
+    for (n = 1; n <= max_n; n <<= 1) {
+      g = GroupThreadsFor(CeilDiv(vectors, n));
+      if (g <= kPreferredGroupThreads) break;
+    }
+    if (n > max_n) {
+      n = max_n;
+      g = GroupThreadsFor(CeilDiv(vectors, n));
+    }
+    // Few rows of fp32 past 8192: 8 vectors per thread has no early-weight kernel (it spills), so
+    // latency-bound launches take 4 vectors in up to 512 threads instead.
+    if (n == 8 && rows * g < kSpreadBelowThreads &&
+        GroupThreadsFor(CeilDiv(vectors, 4)) <= internal::kMaxBlockThreads) {
+      n = 4;
+      g = GroupThreadsFor(CeilDiv(vectors, 4));
+    }
+  } else {
+    // 4 vectors (64 bytes) per thread keep enough loads in flight per multiprocessor (measured on
+    // the H200: docs/KERNELS.md); fp32 rows past 8192 need 8 to fit 512 threads.
+    n = 4;
+    g = GroupThreadsFor(CeilDiv(vectors, n));
+    if (g > internal::kMaxBlockThreads) {
+      n = 8;
+      g = GroupThreadsFor(CeilDiv(vectors, n));
+    }
+    // Few rows: spread each over more threads (shorter per-thread chains, more of the chip busy),
+    // while the group stays within kPreferredGroupThreads.
+    while (n > 1 && rows * g < kSpreadBelowThreads) {
+      const int64_t g2 = GroupThreadsFor(CeilDiv(vectors, n / 2));
+      if (g2 > kPreferredGroupThreads) break;
+      n /= 2;
+      g = g2;
+    }
+  }
+  shape.threads_per_row = static_cast<int>(g);
+  shape.vectors_per_thread = static_cast<int>(n);
+  shape.rows_per_block =
+      g >= 128 ? 1 : static_cast<int>(std::max<int64_t>(1, kSmallGroupBlockThreads / g));
+  shape.threads_per_block = shape.rows_per_block * shape.threads_per_row;
+  return shape;
+}
+
+cudaError_t RmsNormBatched(const RmsNormLaunch& launch, cudaStream_t stream) {
+  return RmsNormBatched(launch, stream, RmsNormOptions{});
+}
+
+cudaError_t RmsNormBatched(const RmsNormLaunch& launch, cudaStream_t stream,
+                           const RmsNormOptions& options) {
+  if (!ValidDType(launch.dtype) || launch.total_rows < 0) return cudaErrorInvalidValue;
+  if (launch.total_rows > 0 && (launch.segments == nullptr || launch.num_segments < 1)) {
+    return cudaErrorInvalidValue;
+  }
+  KernelParams params = {};
+  params.table = launch.segments;
+  params.num_segments = launch.num_segments;
+  params.hidden = launch.hidden;
+  params.total_rows = launch.total_rows;
+  params.weight_before_wait = 0;  // the weight pointer itself comes from the table
+  return Launch(launch.dtype, params, /*residual=*/true, options, stream);
+}
+
+cudaError_t RmsNorm(DType dtype, int64_t hidden, const RmsNormSegment& segment,
+                    cudaStream_t stream) {
+  return RmsNorm(dtype, hidden, segment, stream, RmsNormOptions{});
+}
+
+cudaError_t RmsNorm(DType dtype, int64_t hidden, const RmsNormSegment& segment, cudaStream_t stream,
+                    const RmsNormOptions& options) {
+  if (!ValidDType(dtype) || segment.rows < 0) return cudaErrorInvalidValue;
+  if (segment.weight_dtype != dtype && segment.weight_dtype != DType::kFloat32) {
+    return cudaErrorInvalidValue;
+  }
+  if (segment.rows > 0 &&
+      (segment.input == nullptr || segment.output == nullptr || segment.weight == nullptr ||
+       (segment.residual != nullptr && segment.residual_out == nullptr))) {
+    return cudaErrorInvalidValue;
+  }
+  KernelParams params = {};
+  params.single = segment;
+  params.single.first_row = 0;
+  params.table = nullptr;
+  params.num_segments = 1;
+  params.hidden = hidden;
+  params.total_rows = segment.rows;
+  params.weight_before_wait =
+      options.programmatic_dependent_launch && options.weight_before_dependency_wait ? 1 : 0;
+  return Launch(dtype, params, segment.residual != nullptr, options, stream);
+}
+
+}  // namespace normd::cuda
+
+extern "C" int normd_cuda_rmsnorm(int dtype, int64_t hidden, int64_t rows, const void* input,
+                                  void* output, const void* residual, void* residual_out,
+                                  const void* weight, int weight_dtype, float eps,
+                                  float weight_offset, void* stream, int pdl) {
+  normd::RmsNormSegment segment;
+  segment.input = input;
+  segment.output = output;
+  segment.residual = residual;
+  segment.residual_out = residual_out;
+  segment.weight = weight;
+  segment.rows = rows;
+  segment.eps = eps;
+  segment.weight_offset = weight_offset;
+  segment.weight_dtype = static_cast<normd::DType>(weight_dtype);
+  normd::cuda::RmsNormOptions options;
+  options.programmatic_dependent_launch = pdl != 0;
+  options.weight_before_dependency_wait = pdl != 0;
+  return static_cast<int>(normd::cuda::RmsNorm(static_cast<normd::DType>(dtype), hidden, segment,
+                                               static_cast<cudaStream_t>(stream), options));
+}

@@ -1,0 +1,93 @@
+// RMSNorm (with optional fused residual add) on NVIDIA GPUs: the host entry points of the CUDA
+// library normd::cuda_kernels (libnormd_cuda_kernels.so). The math is kernels/rmsnorm.h's, exactly:
+// fp32 accumulation, variance from the unrounded h = x + r, eps inside the root, one rounding at
+// the output.
+//
+// Every entry point only enqueues work on `stream` and returns the launch's cudaError_t
+// (cudaErrorInvalidValue for arguments it can check on the host). All pointers are device pointers.
+// Supported: dtype fp32 / fp16 / bf16; weight of the launch dtype or fp32; 1 <= hidden <=
+// kMaxHidden; output may equal input; residual_out may equal residual (in place). Any pointer
+// alignment works (16-byte vector accesses are used only where every pointer of a segment allows
+// them).
+//
+// This header is plain C++: g++ includes it; it declares no kernels and no CUDA-only types.
+#ifndef NORMD_KERNELS_CUDA_RMSNORM_CUDA_H_
+#define NORMD_KERNELS_CUDA_RMSNORM_CUDA_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/dtype.h"
+#include "kernels/rmsnorm.h"
+
+// The library is built with hidden visibility; these entry points are its exports.
+#define NORMD_CUDA_API __attribute__((visibility("default")))
+
+namespace normd::cuda {
+
+// The largest hidden size the kernels accept. Rows up to 16384 elements are held on chip and read
+// once; longer rows are read twice (the second time mostly from L2).
+inline constexpr int64_t kMaxHidden = 65536;
+
+struct RmsNormOptions {
+  // Launch with programmatic dependent launch (sm_90+): the kernel may start while the preceding
+  // kernel in the stream finishes, and waits for it (griddepcontrol.wait) before reading the
+  // segment table, the input or the residual. Helps back-to-back small launches, e.g. replayed from
+  // a CUDA graph.
+  bool programmatic_dependent_launch = false;
+  // Only with programmatic_dependent_launch and the single-segment entry point: read the weight
+  // before that wait. The caller promises the preceding kernel does not write the weight.
+  bool weight_before_dependency_wait = false;
+  // Tuning overrides for benchmarks (0 = automatic). threads_per_row: a power of two up to 32 or a
+  // multiple of 32 up to 512; vectors_per_thread: 1, 2, 4 (or 8 for fp32): 16-byte vectors each
+  // thread holds. An override that cannot hold a row of `hidden` elements is refused with
+  // cudaErrorInvalidValue.
+  int threads_per_row = 0;
+  int vectors_per_thread = 0;
+};
+
+// The kernel shape the launchers pick for a hidden size (exposed for benchmarks and notes).
+struct KernelShape {
+  bool two_pass = false;       // true for hidden > 16384: one block per row, the row read twice
+  int threads_per_row = 0;     // G
+  int vectors_per_thread = 0;  // register path only
+  int rows_per_block = 0;
+  int threads_per_block = 0;
+};
+
+// The shape for (dtype, hidden, rows in the launch, whether residuals may be present) with
+// `options`' overrides; threads_per_row == 0 if they are invalid.
+NORMD_CUDA_API KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows,
+                                             bool residual, const RmsNormOptions& options = {});
+
+// One launch over every segment of `launch`. launch.segments points to a DEVICE-resident table of
+// launch.num_segments segments, in launch-row order (segment k covers launch rows [first_row,
+// first_row + rows)); launch.total_rows is the sum of their rows. Segments may differ in eps,
+// weight, weight dtype, weight_offset and residual (or none); they share dtype and hidden. The
+// table's contents are not checked on the host: a weight_dtype other than fp32 is read as the
+// launch dtype.
+NORMD_CUDA_API cudaError_t RmsNormBatched(const RmsNormLaunch& launch, cudaStream_t stream);
+NORMD_CUDA_API cudaError_t RmsNormBatched(const RmsNormLaunch& launch, cudaStream_t stream,
+                                          const RmsNormOptions& options);
+
+// One segment passed by value (no table): the low-latency path. segment.first_row is ignored; the
+// segment's rows are rows 0 .. segment.rows - 1 of its own pointers.
+NORMD_CUDA_API cudaError_t RmsNorm(DType dtype, int64_t hidden, const RmsNormSegment& segment,
+                                   cudaStream_t stream);
+NORMD_CUDA_API cudaError_t RmsNorm(DType dtype, int64_t hidden, const RmsNormSegment& segment,
+                                   cudaStream_t stream, const RmsNormOptions& options);
+
+}  // namespace normd::cuda
+
+// A C entry for ctypes (bench/cuda/compare_kernels.py): RmsNorm on one segment. dtype and
+// weight_dtype are DType's numbers (1 fp32, 2 fp16, 3 bf16); residual and residual_out may be null;
+// stream is a cudaStream_t (0 for the legacy default stream); pdl != 0 asks for programmatic
+// dependent launch with the weight read before the wait. Returns the cudaError_t as an int.
+extern "C" NORMD_CUDA_API int normd_cuda_rmsnorm(int dtype, int64_t hidden, int64_t rows,
+                                                 const void* input, void* output,
+                                                 const void* residual, void* residual_out,
+                                                 const void* weight, int weight_dtype, float eps,
+                                                 float weight_offset, void* stream, int pdl);
+
+#endif  // NORMD_KERNELS_CUDA_RMSNORM_CUDA_H_

@@ -1,0 +1,374 @@
+// The batched entry point (device segment table), 64-bit indexing (rows x H > 2^31), programmatic
+// dependent launch inside a CUDA graph, and the host-side argument checks.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/rmsnorm_cuda.h"
+#include "kernels/dtype.h"
+#include "kernels/rmsnorm.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace normd::gputest {
+namespace {
+
+constexpr DType kDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+
+// One request of a batch: its own buffers and parameters.
+struct Request {
+  int64_t rows = 0;
+  bool residual = false;
+  bool in_place_residual = false;
+  bool misaligned = false;
+  DType weight_dtype = DType::kFloat32;
+  float eps = 1e-6f;
+  float offset = 0.0f;
+  HostBytes x, r, w;
+  DeviceBuffer dx, dy, dr, dro, dw;
+};
+
+// Segments differing in rows (one empty), eps, weight dtype, weight_offset, residual (one in
+// place), alignment (one segment on the element path while the others use vectors), all in one
+// launch.
+TEST(RmsNormCudaBatched, MixedSegmentsInOneLaunch) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x6666);
+  for (const DType dtype : kDTypes) {
+    for (const int64_t hidden : {111, 4096, 7168, 20000}) {
+      const size_t item = ItemSize(dtype);
+      const int64_t row_counts[] = {5, 0, 300, 1, 64, 1000, 3};
+      std::vector<Request> requests(std::size(row_counts));
+      std::vector<RmsNormSegment> table;
+      int64_t first_row = 0;
+      for (size_t k = 0; k < requests.size(); ++k) {
+        Request& q = requests[k];
+        q.rows = row_counts[k];
+        q.residual = k % 2 == 0;
+        q.in_place_residual = k == 4;
+        if (q.in_place_residual) q.residual = true;
+        q.misaligned = k == 2;
+        q.weight_dtype = (k % 3 == 1) ? DType::kFloat32 : dtype;
+        q.eps = k % 3 == 0 ? 1e-6f : (k % 3 == 1 ? 1e-5f : 1e-2f);
+        q.offset = k % 2 == 1 ? 1.0f : 0.0f;
+        const size_t count = static_cast<size_t>(q.rows * hidden);
+        const size_t bytes = count * item;
+        const size_t shift = q.misaligned ? item : 0;
+        q.x = RandomTensor(dtype, count, -2.0f, 2.0f, rng);
+        q.r = RandomTensor(dtype, count, -2.0f, 2.0f, rng);
+        q.w = RandomTensor(q.weight_dtype, static_cast<size_t>(hidden), -1.5f, 1.5f, rng);
+        q.dx = DeviceBuffer(bytes, shift);
+        q.dy = DeviceBuffer(bytes, shift);
+        q.dr = DeviceBuffer(bytes, shift);
+        q.dro = DeviceBuffer(bytes, shift);
+        q.dw = DeviceBuffer(q.w.size());
+        if (bytes > 0) {
+          q.dx.Upload(q.x.data(), bytes);
+          q.dr.Upload(q.r.data(), bytes);
+          q.dy.Fill(kPoisonByte);
+          q.dro.Fill(kPoisonByte);
+        }
+        q.dy.ArmGuards();
+        q.dro.ArmGuards();
+        q.dw.Upload(q.w.data(), q.w.size());
+        RmsNormSegment seg;
+        seg.input = q.dx.get();
+        seg.output = q.dy.get();
+        seg.residual = q.residual ? q.dr.get() : nullptr;
+        seg.residual_out = q.residual ? (q.in_place_residual ? q.dr.get() : q.dro.get()) : nullptr;
+        seg.weight = q.dw.get();
+        seg.weight_dtype = q.weight_dtype;
+        seg.first_row = first_row;
+        seg.rows = q.rows;
+        seg.eps = q.eps;
+        seg.weight_offset = q.offset;
+        table.push_back(seg);
+        first_row += q.rows;
+      }
+      DeviceBuffer dtable(table.size() * sizeof(RmsNormSegment));
+      dtable.Upload(table.data(), table.size() * sizeof(RmsNormSegment));
+      RmsNormLaunch launch;
+      launch.dtype = dtype;
+      launch.hidden = hidden;
+      launch.total_rows = first_row;
+      launch.segments = static_cast<const RmsNormSegment*>(dtable.get());
+      launch.num_segments = static_cast<int32_t>(table.size());
+      NORMD_CUDA_OK(cuda::RmsNormBatched(launch, nullptr));
+      NORMD_CUDA_OK(cudaDeviceSynchronize());
+      for (size_t k = 0; k < requests.size(); ++k) {
+        const Request& q = requests[k];
+        const std::string what = std::string(DTypeName(dtype)) + " H=" + std::to_string(hidden) +
+                                 " segment " + std::to_string(k);
+        SCOPED_TRACE(what);
+        EXPECT_TRUE(q.dy.GuardsIntact());
+        EXPECT_TRUE(q.dro.GuardsIntact());
+        const size_t count = static_cast<size_t>(q.rows * hidden);
+        if (count == 0) continue;
+        HostBytes y(count * item), ro(count * item);
+        q.dy.Download(y.data(), y.size());
+        if (q.residual) (q.in_place_residual ? q.dr : q.dro).Download(ro.data(), ro.size());
+        EXPECT_EQ(CountPoisoned(dtype, y.data(), count), 0);
+        RmsNormSegment host = table[k];
+        host.input = q.x.data();
+        host.residual = q.residual ? q.r.data() : nullptr;
+        host.weight = q.w.data();
+        ASSERT_EQ(CheckRows(dtype, hidden, host, y.data(), q.residual ? ro.data() : nullptr,
+                            RowsToCheck(q.rows, hidden, rng), what),
+                  0);
+      }
+    }
+  }
+}
+
+// Fills rows x hidden elements on the device with `pattern` (pattern_rows rows) repeated: row i
+// holds pattern row i % pattern_rows. Doubling copies keep that invariant (each copied span is a
+// multiple of pattern_rows rows long).
+void FillRepeated(void* device, const HostBytes& pattern, int64_t pattern_rows, int64_t rows,
+                  size_t row_bytes) {
+  auto* d = static_cast<unsigned char*>(device);
+  ASSERT_EQ(cudaMemcpy(d, pattern.data(), pattern.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  int64_t filled = pattern_rows;
+  while (filled < rows) {
+    const int64_t n = std::min(filled, rows - filled);
+    ASSERT_EQ(cudaMemcpy(d + filled * row_bytes, d, n * row_bytes, cudaMemcpyDeviceToDevice),
+              cudaSuccess);
+    filled += n;
+  }
+}
+
+// rows x H > 2^31 elements (and > 2^32 bytes): the register kernel (H 16384) and the two-pass
+// kernel (H 65536, in-place residual), through both entry points. Rows around the 2^31-byte and
+// 2^31-element marks and the last rows are checked.
+TEST(RmsNormCudaBatched, SixtyFourBitIndexing) {
+  NORMD_REQUIRE_DEVICE();
+  size_t free_bytes = 0, total_bytes = 0;
+  NORMD_CUDA_OK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (free_bytes < (size_t{14} << 30)) GTEST_SKIP() << "needs 14 GiB of device memory";
+  Random rng(ProcessSeed() ^ 0x7777);
+  const DType dtype = DType::kBFloat16;
+  const int64_t pattern_rows = 5;
+  struct Case {
+    int64_t hidden;
+    int64_t rows;
+    bool residual;
+    bool batched;
+  };
+  const Case cases[] = {
+      {16384, 131073, false, false}, {16384, 131073, false, true}, {65536, 32769, true, false}};
+  for (const Case& c : cases) {
+    const std::string what = "H=" + std::to_string(c.hidden) + " rows=" + std::to_string(c.rows) +
+                             (c.batched ? " batched" : " single");
+    SCOPED_TRACE(what);
+    ASSERT_GT(c.rows * c.hidden, int64_t{1} << 31);
+    const size_t row_bytes = static_cast<size_t>(c.hidden) * ItemSize(dtype);
+    const size_t bytes = row_bytes * static_cast<size_t>(c.rows);
+    const size_t pattern_count = static_cast<size_t>(pattern_rows * c.hidden);
+    const HostBytes px = RandomTensor(dtype, pattern_count, -2.0f, 2.0f, rng);
+    const HostBytes pr = RandomTensor(dtype, pattern_count, -2.0f, 2.0f, rng);
+    const HostBytes w =
+        RandomTensor(DType::kFloat32, static_cast<size_t>(c.hidden), -1.5f, 1.5f, rng);
+    DeviceBuffer dx(bytes), dy(bytes), dw(w.size());
+    DeviceBuffer dr(c.residual ? bytes : 0);
+    ASSERT_TRUE(dx.ok() && dy.ok() && dw.ok() && dr.ok());
+    FillRepeated(dx.get(), px, pattern_rows, c.rows, row_bytes);
+    if (c.residual) FillRepeated(dr.get(), pr, pattern_rows, c.rows, row_bytes);
+    dw.Upload(w.data(), w.size());
+    dy.Fill(kPoisonByte);
+    RmsNormSegment seg;
+    seg.input = dx.get();
+    seg.output = dy.get();
+    seg.residual = c.residual ? dr.get() : nullptr;
+    seg.residual_out = c.residual ? dr.get() : nullptr;
+    seg.weight = dw.get();
+    seg.weight_dtype = DType::kFloat32;
+    seg.rows = c.rows;
+    if (c.batched) {
+      DeviceBuffer dtable(sizeof seg);
+      dtable.Upload(&seg, sizeof seg);
+      RmsNormLaunch launch;
+      launch.dtype = dtype;
+      launch.hidden = c.hidden;
+      launch.total_rows = c.rows;
+      launch.segments = static_cast<const RmsNormSegment*>(dtable.get());
+      launch.num_segments = 1;
+      NORMD_CUDA_OK(cuda::RmsNormBatched(launch, nullptr));
+      NORMD_CUDA_OK(cudaDeviceSynchronize());
+    } else {
+      NORMD_CUDA_OK(cuda::RmsNorm(dtype, c.hidden, seg, nullptr));
+      NORMD_CUDA_OK(cudaDeviceSynchronize());
+    }
+    const int64_t mark_bytes = (int64_t{1} << 31) / static_cast<int64_t>(row_bytes);
+    const int64_t mark_elems = (int64_t{1} << 31) / c.hidden;
+    std::vector<int64_t> rows = {
+        0,          1,          mark_bytes - 1, mark_bytes, mark_bytes + 1, mark_elems - 1,
+        mark_elems, c.rows - 2, c.rows - 1};
+    for (int i = 0; i < 8; ++i) rows.push_back(static_cast<int64_t>(rng.Next() % c.rows));
+    for (const int64_t row : rows) {
+      if (row < 0 || row >= c.rows) continue;
+      HostBytes y(row_bytes), ro(row_bytes);
+      ASSERT_EQ(cudaMemcpy(y.data(), static_cast<unsigned char*>(dy.get()) + row * row_bytes,
+                           row_bytes, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      if (c.residual) {
+        ASSERT_EQ(cudaMemcpy(ro.data(), static_cast<unsigned char*>(dr.get()) + row * row_bytes,
+                             row_bytes, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+      }
+      const int64_t p = row % pattern_rows;
+      RmsNormSegment host = seg;
+      host.input = px.data() + p * row_bytes;
+      host.residual = c.residual ? pr.data() + p * row_bytes : nullptr;
+      host.weight = w.data();
+      host.rows = 1;
+      ASSERT_EQ(CheckRows(dtype, c.hidden, host, y.data(), c.residual ? ro.data() : nullptr, {0},
+                          what + " row " + std::to_string(row)),
+                0);
+    }
+  }
+}
+
+// 20 launches chained in place (each reads what the previous wrote), with programmatic dependent
+// launch and the weight read before the dependency wait, captured in a CUDA graph and replayed.
+TEST(RmsNormCudaBatched, PdlChainInGraph) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x8888);
+  const DType dtype = DType::kFloat32;
+  for (const int64_t hidden : {4096, 7168, 111, 20000}) {
+    for (const int64_t rows : {1, 8, 300}) {
+      const size_t count = static_cast<size_t>(rows * hidden);
+      const size_t bytes = count * 4;
+      const HostBytes x = RandomTensor(dtype, count, -2.0f, 2.0f, rng);
+      const HostBytes r = RandomTensor(dtype, count, -2.0f, 2.0f, rng);
+      const HostBytes w = RandomTensor(dtype, static_cast<size_t>(hidden), 0.9f, 1.1f, rng);
+      DeviceBuffer dx(bytes), dr(bytes), dw(w.size());
+      dx.Upload(x.data(), bytes);
+      dr.Upload(r.data(), bytes);
+      dw.Upload(w.data(), w.size());
+      cudaStream_t stream = nullptr;
+      NORMD_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      RmsNormSegment seg;
+      seg.input = dx.get();
+      seg.output = dx.get();
+      seg.residual = dr.get();
+      seg.residual_out = dr.get();
+      seg.weight = dw.get();
+      seg.weight_dtype = dtype;
+      seg.rows = rows;
+      cuda::RmsNormOptions options;
+      options.programmatic_dependent_launch = true;
+      options.weight_before_dependency_wait = true;
+      constexpr int kLaunches = 20;
+      cudaGraph_t graph = nullptr;
+      NORMD_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < kLaunches; ++i) {
+        ASSERT_EQ(cuda::RmsNorm(dtype, hidden, seg, stream, options), cudaSuccess);
+      }
+      NORMD_CUDA_OK(cudaStreamEndCapture(stream, &graph));
+      cudaGraphExec_t exec = nullptr;
+      NORMD_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+      NORMD_CUDA_OK(cudaGraphLaunch(exec, stream));
+      NORMD_CUDA_OK(cudaStreamSynchronize(stream));
+      HostBytes y(bytes), ro(bytes);
+      dx.Download(y.data(), bytes);
+      dr.Download(ro.data(), bytes);
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+      cudaStreamDestroy(stream);
+      // The same chain in double: x <- norm(x + r) * w, r <- x + r.
+      std::vector<double> hx(count), hr(count);
+      for (size_t i = 0; i < count; ++i) {
+        hx[i] = LoadAsFloat(x.data(), dtype, i);
+        hr[i] = LoadAsFloat(r.data(), dtype, i);
+      }
+      for (int it = 0; it < kLaunches; ++it) {
+        for (int64_t row = 0; row < rows; ++row) {
+          double ss = 0.0;
+          for (int64_t i = 0; i < hidden; ++i) {
+            const size_t at = static_cast<size_t>(row * hidden + i);
+            hr[at] += hx[at];
+            ss += hr[at] * hr[at];
+          }
+          const double inv = 1.0 / std::sqrt(ss / static_cast<double>(hidden) + 1e-6);
+          for (int64_t i = 0; i < hidden; ++i) {
+            const size_t at = static_cast<size_t>(row * hidden + i);
+            hx[at] = hr[at] * inv * LoadAsFloat(w.data(), dtype, static_cast<size_t>(i));
+          }
+        }
+      }
+      int64_t bad = 0;
+      for (size_t i = 0; i < count; ++i) {
+        const double gy = LoadAsFloat(y.data(), dtype, i);
+        const double gr = LoadAsFloat(ro.data(), dtype, i);
+        if (!(std::fabs(gy - hx[i]) <= 1e-4 * std::fabs(hx[i]) + 1e-5) ||
+            !(std::fabs(gr - hr[i]) <= 1e-4 * std::fabs(hr[i]) + 1e-4)) {
+          if (bad++ < 5) {
+            ADD_FAILURE() << "H=" << hidden << " rows=" << rows << " element " << i << ": y " << gy
+                          << " vs " << hx[i] << ", residual " << gr << " vs " << hr[i];
+          }
+        }
+      }
+      ASSERT_EQ(bad, 0);
+    }
+  }
+}
+
+// Host-side checks: refused arguments never reach the device, and an empty launch is a no-op. These
+// run without a device too.
+TEST(RmsNormCudaArguments, RefusedOnTheHost) {
+  RmsNormSegment seg;
+  int dummy = 0;
+  seg.input = &dummy;
+  seg.output = &dummy;
+  seg.weight = &dummy;
+  seg.rows = 4;
+  seg.weight_dtype = DType::kFloat32;
+  EXPECT_EQ(cuda::RmsNorm(DType::kFloat16, 0, seg, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cuda::RmsNorm(DType::kFloat16, cuda::kMaxHidden + 1, seg, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cuda::RmsNorm(static_cast<DType>(7), 64, seg, nullptr), cudaErrorInvalidValue);
+  RmsNormSegment bad_weight = seg;
+  bad_weight.weight_dtype = DType::kBFloat16;
+  EXPECT_EQ(cuda::RmsNorm(DType::kFloat16, 64, bad_weight, nullptr), cudaErrorInvalidValue);
+  RmsNormSegment no_out = seg;
+  no_out.residual = &dummy;
+  EXPECT_EQ(cuda::RmsNorm(DType::kFloat32, 64, no_out, nullptr), cudaErrorInvalidValue);
+  RmsNormSegment empty = seg;
+  empty.rows = 0;
+  EXPECT_EQ(cuda::RmsNorm(DType::kFloat32, 64, empty, nullptr), cudaSuccess);
+  RmsNormLaunch launch;
+  launch.dtype = DType::kBFloat16;
+  launch.hidden = 64;
+  launch.total_rows = 0;
+  EXPECT_EQ(cuda::RmsNormBatched(launch, nullptr), cudaSuccess);
+  launch.total_rows = 3;
+  EXPECT_EQ(cuda::RmsNormBatched(launch, nullptr), cudaErrorInvalidValue);  // no table
+  cuda::RmsNormOptions too_small;
+  too_small.threads_per_row = 32;
+  too_small.vectors_per_thread = 1;
+  EXPECT_EQ(cuda::RmsNorm(DType::kFloat32, 4096, seg, nullptr, too_small), cudaErrorInvalidValue);
+}
+
+TEST(RmsNormCudaArguments, ShapesCoverTheRow) {
+  for (const DType dtype : kDTypes) {
+    for (int64_t hidden = 1; hidden <= cuda::kMaxHidden; hidden += 1 + hidden / 7) {
+      for (const int64_t rows : {1, 1000, 100000}) {
+        const cuda::KernelShape s = cuda::ChooseKernelShape(dtype, hidden, rows, rows == 1000);
+        ASSERT_GT(s.threads_per_row, 0) << hidden;
+        if (s.two_pass) {
+          EXPECT_GT(hidden, 16384);
+          continue;
+        }
+        const int64_t vec = 16 / static_cast<int64_t>(ItemSize(dtype));
+        EXPECT_GE(int64_t{s.threads_per_row} * s.vectors_per_thread * vec, hidden) << hidden;
+        EXPECT_LE(s.threads_per_block, 512);
+        EXPECT_EQ(s.threads_per_block % s.threads_per_row, 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace normd::gputest
