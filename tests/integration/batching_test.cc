@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <random>
+#include <regex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "normd/v1/normd.grpc.pb.h"
+#include "tests/integration/http_get.h"
 #include "tests/integration/normd_process.h"
 #include "tests/integration/tensor_util.h"
 
@@ -27,9 +30,13 @@ grpc::Status CallNormalize(normd::v1::Normalizer::Stub& stub, const NormalizeReq
 
 TEST(BatchingTest, SixtyFourConcurrentClientsShareLaunchesAndGetTheirOwnAnswers) {
   NormdProcess server;
-  // A short queue delay lets a partial launch wait for company: on 2 cores a 1-row launch is too quick
-  // for requests to pile up behind it otherwise.
-  ASSERT_TRUE(server.Start({"--backend=cpu", "--max-queue-delay-us=2000"}).ok()) << server.log();
+  // On the CPU backend a short queue delay lets a partial launch wait for company: on 2 cores a 1-row
+  // launch is too quick for requests to pile up behind it otherwise. On a GPU a launch's copies and
+  // kernel take long enough that requests batch up without any delay.
+  const std::vector<std::string> args = TestBackend() == "cpu"
+                                            ? std::vector<std::string>{"--backend=cpu", "--max-queue-delay-us=2000"}
+                                            : std::vector<std::string>{"--backend=cuda"};
+  ASSERT_TRUE(server.Start(args).ok()) << server.log();
   constexpr int kClients = 64, kRequestsEach = 10;
   std::atomic<int> failures{0}, batched{0}, total{0};
   std::vector<std::thread> clients;
@@ -54,6 +61,20 @@ TEST(BatchingTest, SixtyFourConcurrentClientsShareLaunchesAndGetTheirOwnAnswers)
   for (auto& t : clients) t.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_GT(batched.load(), total.load() / 2) << batched.load() << " of " << total.load() << " shared a launch";
+  // Launches per request, from normd's own counters (each worker's warm-up launch excluded).
+  absl::StatusOr<std::string> metrics = HttpGet(server.metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  double launches = 0, workers = 0;
+  const std::regex sample(R"((normd_launches_total|normd_workers)\{([^}]*)\} (\S+))");
+  for (auto it = std::sregex_iterator(metrics->begin(), metrics->end(), sample); it != std::sregex_iterator(); ++it) {
+    const std::string labels = (*it)[2];
+    if ((*it)[1] == "normd_launches_total") launches += std::stod((*it)[3]);
+    if ((*it)[1] == "normd_workers" && labels.find("state=\"ready\"") != std::string::npos) workers += std::stod((*it)[3]);
+  }
+  const double per_request = (launches - workers) / total.load();
+  std::printf("launches per request under 64 concurrent clients: %.3f (%s backend)\n", per_request,
+              TestBackend().c_str());
+  EXPECT_LT(per_request, 0.5);
 }
 
 TEST(BatchingTest, ConcurrentMixedRequestsAreEachCorrect) {

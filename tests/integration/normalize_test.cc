@@ -183,10 +183,10 @@ TEST_F(NormalizeTest, ServerInfoDescribesTheBackendAndLimits) {
   grpc::ClientContext context;
   normd::v1::ServerInfo info;
   ASSERT_TRUE(stub_->GetServerInfo(&context, normd::v1::GetServerInfoRequest(), &info).ok());
-  EXPECT_EQ(info.backend(), "cpu");
+  EXPECT_EQ(info.backend(), TestBackend());
   EXPECT_FALSE(info.version().empty());
   ASSERT_GE(info.devices_size(), 1);
-  EXPECT_EQ(info.devices(0).kind(), "cpu");
+  EXPECT_EQ(info.devices(0).kind(), TestBackend());
   EXPECT_GT(info.devices(0).memory_bytes(), 0);
   EXPECT_EQ(info.max_hidden(), 65536);
   EXPECT_EQ(info.max_request_bytes(), int64_t{256} << 20);

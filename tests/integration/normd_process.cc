@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 
@@ -19,7 +20,22 @@ extern char** environ;
 
 namespace normd::testing {
 
-NormdProcess::NormdProcess(std::string binary) : binary_(std::move(binary)) {}
+namespace {
+
+std::string NormdBinary() {
+  const char* env = std::getenv("NORMD_BINARY");
+  return env != nullptr && *env != '\0' ? env : NORMD_BINARY_PATH;
+}
+
+}  // namespace
+
+std::string TestBackend() {
+  const char* env = std::getenv("NORMD_TEST_BACKEND");
+  return env != nullptr && *env != '\0' ? env : "cpu";
+}
+
+NormdProcess::NormdProcess(std::string binary)
+    : is_normd_(binary.empty()), binary_(binary.empty() ? NormdBinary() : std::move(binary)) {}
 
 NormdProcess::~NormdProcess() {
   if (pid_ > 0) {
@@ -54,9 +70,10 @@ absl::Status NormdProcess::Start(const std::vector<std::string>& args, absl::Dur
   }
   if (!has_listen) argv_storage.push_back("--listen=127.0.0.1:0");
   // Only normd has a metrics endpoint (other binaries, such as normd-echo, take no such flag).
-  const bool is_normd = binary_ == NORMD_BINARY_PATH;
-  if (is_normd && !has_metrics_listen) argv_storage.push_back("--metrics-listen=127.0.0.1:0");
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  if (is_normd_ && !has_metrics_listen) argv_storage.push_back("--metrics-listen=127.0.0.1:0");
+  for (const std::string& a : args) {
+    argv_storage.push_back(is_normd_ && absl::StartsWith(a, "--backend=") ? "--backend=" + TestBackend() : a);
+  }
   std::vector<char*> argv;
   for (auto& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -22,8 +22,9 @@ namespace normd::testing {
 
 class NormdProcess {
  public:
-  // `binary`: the path of an executable taking normd's flags (normd, or normd-echo).
-  explicit NormdProcess(std::string binary = NORMD_BINARY_PATH);
+  // `binary`: the path of an executable taking normd's flags (normd, or normd-echo). Empty means
+  // normd: $NORMD_BINARY when set (the GPU machine runs a bundle from another path), else the build's.
+  explicit NormdProcess(std::string binary = "");
   ~NormdProcess();  // SIGKILLs the process if it still runs
 
   // Starts the binary with `args` and waits until it serves. Unless `args` sets them, normd gets
@@ -46,6 +47,7 @@ class NormdProcess {
  private:
   void CollectStderr(int fd);
 
+  const bool is_normd_;
   const std::string binary_;
   pid_t pid_ = -1;
   int port_ = 0;
@@ -54,6 +56,10 @@ class NormdProcess {
   mutable absl::Mutex mu_;
   std::string log_ ABSL_GUARDED_BY(mu_);
 };
+
+// The backend the suite runs normd with: $NORMD_TEST_BACKEND ("cuda" on the GPU machine), else "cpu".
+// NormdProcess rewrites every --backend=... argument to it.
+std::string TestBackend();
 
 // Waits for grpc.health.v1 Check("") to answer SERVING.
 absl::Status WaitForServing(const std::shared_ptr<grpc::Channel>& channel, absl::Duration timeout);
