@@ -1,0 +1,116 @@
+#include "bench/load/load_generator.h"
+
+#include <random>
+#include <utility>
+
+#include "absl/time/clock.h"
+
+namespace normd::bench {
+
+LoadGenerator::LoadGenerator(Client& client, std::shared_ptr<const PreparedRequest> request, uint64_t seed)
+    : client_(client), request_(std::move(request)), seed_(seed) {}
+
+LoadGenerator::~LoadGenerator() { Stop(); }
+
+void LoadGenerator::Start(const LoadSpec& spec) {
+  spec_ = spec;
+  if (spec.stream) session_ = client_.OpenStream();
+  {
+    absl::MutexLock lock(&mu_);
+    running_ = true;
+    window_start_ = absl::Now();
+    stats_ = WindowStats();
+  }
+  if (spec.request_rate > 0) {
+    arrivals_ = std::thread([this, spec] { RunArrivals(spec); });
+    return;
+  }
+  const absl::Time now = absl::Now();
+  for (int i = 0; i < spec.concurrency; ++i) Issue(now);
+}
+
+void LoadGenerator::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    running_ = false;
+  }
+  if (arrivals_.joinable()) arrivals_.join();
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](int64_t* n) { return *n == 0; }, &in_flight_));
+  }
+  if (session_) {
+    session_->Finish().IgnoreError();  // errors were counted per request
+    session_.reset();
+  }
+}
+
+WindowStats LoadGenerator::Collect() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  WindowStats out = std::move(stats_);
+  out.length = now - window_start_;
+  stats_ = WindowStats();
+  window_start_ = now;
+  return out;
+}
+
+int64_t LoadGenerator::PeekOk() {
+  absl::MutexLock lock(&mu_);
+  return stats_.ok();
+}
+
+void LoadGenerator::Issue(absl::Time scheduled) {
+  {
+    absl::MutexLock lock(&mu_);
+    ++in_flight_;
+  }
+  auto done = [this, scheduled](absl::StatusOr<NormalizeResult> result) { OnDone(scheduled, result); };
+  if (session_) {
+    session_->Send(request_, std::move(done));
+  } else {
+    client_.NormalizeAsync(request_, std::move(done));
+  }
+}
+
+void LoadGenerator::OnDone(absl::Time scheduled, const absl::StatusOr<NormalizeResult>& result) {
+  const absl::Time now = absl::Now();
+  bool again;
+  {
+    absl::MutexLock lock(&mu_);
+    if (result.ok()) {
+      stats_.latencies_us.push_back(static_cast<uint32_t>(absl::ToInt64Microseconds(now - scheduled)));
+      stats_.batch_requests_sum += result->timing.batch_requests();
+    } else {
+      ++stats_.errors[result.status().code()];
+    }
+    again = running_ && spec_.request_rate <= 0;
+    // Counted down only after the next request is counted up, so Stop never sees zero in between.
+    if (!again) --in_flight_;
+  }
+  if (again) {
+    Issue(absl::Now());
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+  }
+}
+
+void LoadGenerator::RunArrivals(LoadSpec spec) {
+  std::mt19937_64 rng(seed_);
+  std::exponential_distribution<double> gap(spec.request_rate);
+  absl::Time next = absl::Now();
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!running_) return;
+    }
+    const double seconds = spec.poisson ? gap(rng) : 1.0 / spec.request_rate;
+    next += absl::Seconds(seconds);
+    const absl::Duration wait = next - absl::Now();
+    if (wait > absl::ZeroDuration()) absl::SleepFor(wait);
+    Issue(next);
+  }
+}
+
+}  // namespace normd::bench

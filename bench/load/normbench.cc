@@ -1,0 +1,286 @@
+// normbench: the load generator of normd, after Triton's perf_analyzer. For each load point (a
+// concurrency, or a request rate) it warms up, then measures in windows until three consecutive windows
+// agree within 10% (or --duration runs out), and reports throughput, latency percentiles, errors by code
+// and the server's mean launch size (Timing.batch_requests). With --baseline it measures the target and
+// the baseline (normally normd-echo, the transport ceiling) alternately, window by window, so that a
+// drift of the machine hits both alike, and prints their throughput ratio.
+//
+//   normbench --target=127.0.0.1:50051 --baseline=127.0.0.1:50052 --concurrency=1,16,64 --rows=1
+//             --hidden=4096 --dtype=bf16 --duration=5s --csv=out.csv
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "bench/load/load_generator.h"
+#include "client/cli_flags.h"
+#include "client/normd_client.h"
+
+ABSL_FLAG(std::string, target, "127.0.0.1:50051", "the server measured (normd)");
+ABSL_FLAG(std::string, baseline, "", "optional: a second server measured alternately (normd-echo)");
+ABSL_FLAG(std::string, concurrency, "1,16,64", "closed loop: requests in flight, a list");
+ABSL_FLAG(int64_t, rows, 1, "rows per request");
+ABSL_FLAG(int64_t, hidden, 4096, "hidden size (row length)");
+ABSL_FLAG(std::string, dtype, "bf16", "bf16, fp16 or fp32");
+ABSL_FLAG(bool, residual, false, "send a residual (fused add)");
+ABSL_FLAG(bool, weight_id, false, "register the weight once and send its id instead of the weight");
+ABSL_FLAG(bool, stream, false, "pipeline the requests over one NormalizeStream instead of unary calls");
+ABSL_FLAG(std::string, request_rate, "",
+          "open loop instead: requests per second, a list (the concurrency column then holds the mean "
+          "number in flight)");
+ABSL_FLAG(std::string, arrivals, "poisson", "open loop: poisson or constant");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(5), "most measuring time per server and point");
+ABSL_FLAG(absl::Duration, window, absl::Seconds(1), "measurement window");
+ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "load before the first window of each point");
+ABSL_FLAG(double, stability, 0.10, "windows agree when each is within this fraction of their mean");
+ABSL_FLAG(std::string, csv, "", "write one CSV row per (server, point) here");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the tensor values and the Poisson arrivals");
+
+namespace normd::bench {
+namespace {
+
+constexpr char kCsvHeader[] =
+    "server,concurrency,rows,hidden,dtype,requests,errors,throughput_rps,rows_per_s,payload_gbps,p50_us,p90_us,"
+    "p95_us,p99_us,mean_batch_requests";
+
+struct Server {
+  std::string role;  // "target" or "baseline"
+  std::unique_ptr<Client> client;
+  std::unique_ptr<LoadGenerator> generator;
+  std::vector<WindowStats> windows;
+  absl::Duration measured;
+  bool stable = false;
+};
+
+struct Point {
+  LoadSpec spec;
+  std::string label;
+};
+
+absl::StatusOr<std::vector<double>> ParseList(const std::string& text, const char* flag) {
+  std::vector<double> values;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    double v;
+    if (!absl::SimpleAtod(part, &v) || v <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", part, "' is not a positive number"));
+    }
+    values.push_back(v);
+  }
+  if (values.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": empty"));
+  return values;
+}
+
+// The one request every call sends: random N(0,1) activations of the asked shape and dtype.
+absl::StatusOr<std::shared_ptr<const PreparedRequest>> MakeRequest(Client& client, DType dtype, uint64_t seed) {
+  const int64_t rows = absl::GetFlag(FLAGS_rows), hidden = absl::GetFlag(FLAGS_hidden);
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(rows * hidden)), r(x.size()), w(static_cast<size_t>(hidden));
+  for (float& v : x) v = normal(rng);
+  for (float& v : r) v = normal(rng);
+  for (float& v : w) v = 1.0f + 0.1f * normal(rng);
+  NormalizeOptions options;
+  options.wire_dtype = dtype;
+  if (absl::GetFlag(FLAGS_residual)) options.residual = TensorView::Float32(r, {rows, hidden});
+  const TensorView input = TensorView::Float32(x, {rows, hidden});
+  absl::StatusOr<PreparedRequest> prepared;
+  if (absl::GetFlag(FLAGS_weight_id)) {
+    absl::StatusOr<Weight> weight = client.RegisterWeight(TensorView::Float32(w));
+    if (!weight.ok()) return weight.status();
+    prepared = client.Prepare(input, *weight, options);
+  } else {
+    prepared = client.Prepare(input, TensorView::Float32(w), options);
+  }
+  if (!prepared.ok()) return prepared.status();
+  return std::make_shared<const PreparedRequest>(*std::move(prepared));
+}
+
+// Sleeps for `d`; on a terminal, keeps a one-line progress display up to date meanwhile.
+void SleepWithProgress(absl::Duration d, Server& server, const Point& point, const char* phase, bool tty) {
+  const absl::Time end = absl::Now() + d;
+  const absl::Time start = absl::Now();
+  while (absl::Now() < end) {
+    absl::SleepFor(std::min(absl::Milliseconds(200), end - absl::Now()));
+    if (!tty) continue;
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    std::printf("\r\033[K  %-8s %-14s %-7s window %zu  %10.0f req/s", server.role.c_str(), point.label.c_str(),
+                phase, server.windows.size() + 1,
+                seconds > 0 ? static_cast<double>(server.generator->PeekOk()) / seconds : 0.0);
+    std::fflush(stdout);
+  }
+}
+
+// Measures one server's next window at `point`. The first window of a point follows the warm-up; later
+// ones a short settle, since the generator stops while the other server is measured.
+void MeasureWindow(Server& s, const Point& point, bool first, bool tty) {
+  s.generator->Start(point.spec);
+  SleepWithProgress(first ? absl::GetFlag(FLAGS_warmup) : absl::Milliseconds(100), s, point, "warm-up", tty);
+  s.generator->Collect();
+  SleepWithProgress(absl::GetFlag(FLAGS_window), s, point, "measure", tty);
+  WindowStats w = s.generator->Collect();
+  s.generator->Stop();
+  s.measured += w.length;
+  s.windows.push_back(std::move(w));
+  s.stable = LastThreeAgree(s.windows, absl::GetFlag(FLAGS_stability));
+}
+
+struct Summary {
+  WindowStats merged;
+  double rps = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0;
+};
+
+Summary Summarize(const Server& s) {
+  Summary out;
+  const size_t n = std::min<size_t>(3, s.windows.size());
+  for (size_t i = s.windows.size() - n; i < s.windows.size(); ++i) out.merged.Merge(s.windows[i]);
+  out.rps = out.merged.throughput_rps();
+  out.p50 = out.merged.Percentile(0.50);
+  out.p90 = out.merged.Percentile(0.90);
+  out.p95 = out.merged.Percentile(0.95);
+  out.p99 = out.merged.Percentile(0.99);
+  return out;
+}
+
+int Run(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "normbench: load generator for normd (closed-loop concurrency sweeps or open-loop request rates).");
+  const std::vector<std::string> rest = ParseCommandLineWithDashes(argc, argv);
+  if (rest.size() > 1) {
+    std::cerr << "normbench: unexpected argument '" << rest[1] << "' (see --help)\n";
+    return 2;
+  }
+  absl::StatusOr<DType> dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
+  const std::string arrivals = absl::GetFlag(FLAGS_arrivals);
+  if (!dtype.ok() || (arrivals != "poisson" && arrivals != "constant") || absl::GetFlag(FLAGS_rows) <= 0 ||
+      absl::GetFlag(FLAGS_hidden) <= 0 || absl::GetFlag(FLAGS_window) <= absl::ZeroDuration()) {
+    std::cerr << "normbench: need --dtype=bf16|fp16|fp32, --arrivals=poisson|constant, and positive --rows, "
+                 "--hidden, --window\n";
+    return 2;
+  }
+  std::vector<Point> points;
+  const bool open_loop = !absl::GetFlag(FLAGS_request_rate).empty();
+  absl::StatusOr<std::vector<double>> values =
+      open_loop ? ParseList(absl::GetFlag(FLAGS_request_rate), "request_rate")
+                : ParseList(absl::GetFlag(FLAGS_concurrency), "concurrency");
+  if (!values.ok()) {
+    std::cerr << "normbench: " << values.status().message() << "\n";
+    return 2;
+  }
+  for (double v : *values) {
+    Point p;
+    p.spec.stream = absl::GetFlag(FLAGS_stream);
+    p.spec.poisson = arrivals == "poisson";
+    if (open_loop) {
+      p.spec.request_rate = v;
+      p.label = absl::StrCat("rate=", v);
+    } else {
+      p.spec.concurrency = static_cast<int>(v);
+      p.label = absl::StrCat("c=", p.spec.concurrency);
+    }
+    points.push_back(p);
+  }
+
+  std::vector<Server> servers;
+  for (const auto& [role, address] : {std::pair<std::string, std::string>{"target", absl::GetFlag(FLAGS_target)},
+                                      {"baseline", absl::GetFlag(FLAGS_baseline)}}) {
+    if (address.empty()) continue;
+    ClientOptions options;
+    options.target = address;
+    options.own_connection = true;
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+    if (!client.ok()) {
+      std::cerr << "normbench: " << role << ": " << client.status().message() << "\n";
+      return 2;
+    }
+    absl::StatusOr<std::shared_ptr<const PreparedRequest>> request =
+        MakeRequest(**client, *dtype, absl::GetFlag(FLAGS_seed));
+    if (!request.ok()) {
+      std::cerr << "normbench: " << role << " (" << address << "): " << request.status() << "\n";
+      return 4;
+    }
+    Server s;
+    s.role = role;
+    s.generator = std::make_unique<LoadGenerator>(**client, *request, absl::GetFlag(FLAGS_seed));
+    s.client = *std::move(client);
+    servers.push_back(std::move(s));
+  }
+
+  std::ofstream csv;
+  if (!absl::GetFlag(FLAGS_csv).empty()) {
+    csv.open(absl::GetFlag(FLAGS_csv), std::ios::trunc);
+    if (!csv) {
+      std::cerr << "normbench: cannot write " << absl::GetFlag(FLAGS_csv) << "\n";
+      return 3;
+    }
+    csv << kCsvHeader << "\n";
+  }
+  const bool tty = isatty(STDOUT_FILENO) != 0;
+  const int64_t rows = absl::GetFlag(FLAGS_rows), hidden = absl::GetFlag(FLAGS_hidden);
+  const std::string dtype_name = absl::GetFlag(FLAGS_dtype);
+  std::printf("%-8s %-14s %5s %6s %-5s %9s %6s %11s %11s %8s %8s %8s %8s %8s %6s %s\n", "server", "point", "rows",
+              "hidden", "dtype", "requests", "errors", "req/s", "rows/s", "GB/s", "p50_us", "p90_us", "p95_us",
+              "p99_us", "batch", "stable");
+  const absl::Duration duration = absl::GetFlag(FLAGS_duration);
+  bool any_ok = false;
+  for (const Point& point : points) {
+    for (Server& s : servers) {
+      s.windows.clear();
+      s.measured = absl::ZeroDuration();
+      s.stable = false;
+    }
+    // Alternate window by window until every server is stable or out of time.
+    for (bool first = true;; first = false) {
+      bool measured_any = false;
+      for (Server& s : servers) {
+        if (s.stable || s.measured >= duration) continue;
+        MeasureWindow(s, point, first, tty);
+        measured_any = true;
+      }
+      if (!measured_any) break;
+    }
+    if (tty) std::printf("\r\033[K");
+    std::vector<double> rps;
+    for (Server& s : servers) {
+      Summary sum = Summarize(s);
+      const double rows_per_s = sum.rps * static_cast<double>(rows);
+      // Tensor bytes both ways: input (+ residual) in, output (+ residual_out) out.
+      const double tensor_bytes = static_cast<double>(rows * hidden) * static_cast<double>(ItemSize(*dtype)) *
+                                  (absl::GetFlag(FLAGS_residual) ? 2.0 : 1.0);
+      const double gbps = sum.rps * 2.0 * tensor_bytes / 1e9;
+      const double concurrency = point.spec.request_rate > 0 ? sum.rps * sum.merged.mean_latency_us() / 1e6
+                                                             : point.spec.concurrency;
+      std::printf("%-8s %-14s %5lld %6lld %-5s %9lld %6lld %11.1f %11.1f %8.3f %8.0f %8.0f %8.0f %8.0f %6.2f %s\n",
+                  s.role.c_str(), point.label.c_str(), static_cast<long long>(rows), static_cast<long long>(hidden),
+                  dtype_name.c_str(), static_cast<long long>(sum.merged.ok()),
+                  static_cast<long long>(sum.merged.error_count()), sum.rps, rows_per_s, gbps, sum.p50, sum.p90,
+                  sum.p95, sum.p99, sum.merged.mean_batch_requests(), s.stable ? "yes" : "no");
+      if (sum.merged.error_count() > 0) std::printf("         errors: %s\n", ErrorsByCode(sum.merged).c_str());
+      if (csv.is_open()) {
+        csv << absl::StrFormat("%s,%.0f,%d,%d,%s,%d,%d,%.1f,%.1f,%.4f,%.0f,%.0f,%.0f,%.0f,%.3f\n", s.role, concurrency,
+                               rows, hidden, dtype_name, sum.merged.ok(), sum.merged.error_count(), sum.rps,
+                               rows_per_s, gbps, sum.p50, sum.p90, sum.p95, sum.p99, sum.merged.mean_batch_requests());
+      }
+      any_ok |= sum.merged.ok() > 0;
+      rps.push_back(sum.rps);
+    }
+    if (rps.size() == 2 && rps[1] > 0) {
+      std::printf("         %s: throughput target/baseline = %.3f\n", point.label.c_str(), rps[0] / rps[1]);
+    }
+    std::fflush(stdout);
+  }
+  return any_ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace normd::bench
+
+int main(int argc, char** argv) { return normd::bench::Run(argc, argv); }

@@ -1,0 +1,58 @@
+#include "client/channel.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace normd {
+namespace {
+
+// gRPC's duration syntax in service configs: seconds with a fractional part and an "s" suffix.
+std::string ConfigSeconds(absl::Duration d) { return absl::StrFormat("%.3fs", absl::ToDoubleSeconds(d)); }
+
+int ClampToInt(int64_t v) { return static_cast<int>(std::min<int64_t>(v, INT32_MAX)); }
+
+}  // namespace
+
+std::string NormdServiceConfigJson(const ClientOptions& options) {
+  // CANCELLED is retried too: a server that shuts down cancels the calls it is still receiving
+  // (normd's drain answers UNAVAILABLE first, but a call arriving in the last instant gets CANCELLED).
+  // gRPC never retries a call the application cancelled itself, so this only covers the server's side.
+  // NormalizeStream is left out: a stream that has already seen responses cannot be replayed; the
+  // StreamSession handles its own failures.
+  return absl::StrCat(
+      R"({"loadBalancingConfig":[{"round_robin":{}}],)",
+      R"("methodConfig":[{"name":[{"service":"normd.v1.Normalizer","method":"Normalize"},)",
+      R"({"service":"normd.v1.Normalizer","method":"RegisterWeight"},)",
+      R"({"service":"normd.v1.Normalizer","method":"GetServerInfo"},)",
+      R"({"service":"grpc.health.v1.Health","method":"Check"}],)",
+      R"("retryPolicy":{"maxAttempts":)", std::clamp(options.max_attempts, 2, 5),
+      R"(,"initialBackoff":")", ConfigSeconds(options.initial_backoff), R"(","maxBackoff":")",
+      ConfigSeconds(options.max_backoff),
+      R"(","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE","CANCELLED"]}}]})");
+}
+
+std::shared_ptr<grpc::Channel> MakeNormdChannel(const ClientOptions& options, int64_t max_request_bytes) {
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(ClampToInt(max_request_bytes));
+  // A response is at most twice its request (output + residual_out) plus a little framing.
+  args.SetMaxReceiveMessageSize(ClampToInt(2 * max_request_bytes + (int64_t{1} << 20)));
+  args.SetServiceConfigJSON(NormdServiceConfigJson(options));
+  // gRPC keeps a copy of each outgoing message for replay only up to this size (256 KiB by default);
+  // a 64 x 4096 bf16 request is 512 KiB and would not be retried. 64 MiB bounds the memory it may hold.
+  args.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE,
+              ClampToInt(std::min<int64_t>(max_request_bytes + (int64_t{1} << 16), int64_t{64} << 20)));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, ClampToInt(absl::ToInt64Milliseconds(options.keepalive_time)));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ClampToInt(absl::ToInt64Milliseconds(options.keepalive_timeout)));
+  // Idle connections are not pinged: servers punish frequent pings without data (GOAWAY too_many_pings).
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+              ClampToInt(absl::ToInt64Milliseconds(options.max_reconnect_backoff)));
+  if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace normd

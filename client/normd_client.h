@@ -1,0 +1,107 @@
+// normd::Client: the C++ client library of normd (RMSNorm offload over gRPC). Include this header only.
+//
+//   auto client = normd::Client::Connect({.target = "dns:///normd:50051"});
+//   std::vector<uint16_t> x = ...;                              // [rows, hidden] bf16 bits
+//   normd::Weight w = (*client)->RegisterWeight(normd::TensorView::Float32(gamma)).value();
+//   auto y = (*client)->Normalize(normd::TensorView::BFloat16(x, {rows, hidden}), w, {.eps = 1e-6f});
+//   // y->output.bits(): the normalized bf16 bits; y->timing: how the server batched it.
+//
+// Call styles: blocking (Normalize), callback (NormalizeAsync), std::future (NormalizeFuture), and a
+// StreamSession (OpenStream) that pipelines many requests over one gRPC stream for high request rates.
+// Each takes the caller's data as a TensorView (or an already PreparedRequest) and marshals it with no
+// copy beyond the one into the protobuf message.
+//
+// Failures come back as absl::Status with gRPC's code: INVALID_ARGUMENT (a bad tensor, with the server's
+// message naming the field), RESOURCE_EXHAUSTED (over the size limit, or the server is overloaded),
+// DEADLINE_EXCEEDED, UNAVAILABLE (after the channel's retries ran out). NOT_FOUND for a registered
+// weight never reaches the caller: the client registers the weight again and retries once (then sends
+// it inline, should a load balancer send the retry to yet another replica).
+//
+// Threads: a Client is thread-safe. Callbacks run on gRPC's threads; keep them short. The Client must
+// outlive its StreamSessions; its destructor waits for asynchronous calls still in flight.
+#ifndef NORMD_CLIENT_NORMD_CLIENT_H_
+#define NORMD_CLIENT_NORMD_CLIENT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <future>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "client/channel.h"
+#include "client/request.h"
+#include "client/stream_session.h"
+#include "client/tensor.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "normd/v1/normd.grpc.pb.h"
+
+namespace normd {
+
+class Client {
+ public:
+  // Builds the channel (see ClientOptions). Does not fail because the server is down: the channel
+  // connects lazily and reconnects; only a malformed option is an error.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Marshals a request. `input` is [..., hidden]; the weight is [hidden].
+  absl::StatusOr<PreparedRequest> Prepare(const TensorView& input, const WeightSource& weight,
+                                          const NormalizeOptions& options = {}) const;
+
+  // Blocking.
+  absl::StatusOr<NormalizeResult> Normalize(const TensorView& input, const WeightSource& weight,
+                                            const NormalizeOptions& options = {});
+  absl::StatusOr<NormalizeResult> Normalize(const PreparedRequest& request);
+
+  // Asynchronous: `done` runs once, on a gRPC thread (or on this thread, when marshalling fails). The
+  // caller's buffers may be released as soon as the call returns.
+  void NormalizeAsync(const TensorView& input, const WeightSource& weight, const NormalizeOptions& options,
+                      NormalizeCallback done);
+  void NormalizeAsync(std::shared_ptr<const PreparedRequest> request, NormalizeCallback done);
+  std::future<absl::StatusOr<NormalizeResult>> NormalizeFuture(const TensorView& input,
+                                                               const WeightSource& weight,
+                                                               const NormalizeOptions& options = {});
+  std::future<absl::StatusOr<NormalizeResult>> NormalizeFuture(std::shared_ptr<const PreparedRequest> request);
+
+  // A pipelined stream; see stream_session.h.
+  std::unique_ptr<StreamSession> OpenStream();
+
+  // Registers `weight` ([hidden]) and returns its handle. The handle keeps a copy of the weight.
+  absl::StatusOr<Weight> RegisterWeight(const TensorView& weight);
+
+  absl::StatusOr<normd::v1::ServerInfo> GetServerInfo();
+  // grpc.health.v1 Check(""): true for SERVING, false for NOT_SERVING (starting up or draining).
+  absl::StatusOr<bool> IsServing();
+
+  int64_t max_request_bytes() const { return max_request_bytes_; }
+  const ClientOptions& options() const { return options_; }
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+
+ private:
+  friend class StreamSession;
+  class AsyncCall;
+
+  Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel, int64_t max_request_bytes);
+  absl::Time DeadlineFor(absl::Duration call_deadline) const;
+  // Registers the weight's bytes again and records the id the server gave.
+  absl::Status Reregister(const Weight& weight, absl::Time deadline);
+  void BeginAsync();
+  void EndAsync();
+
+  const ClientOptions options_;
+  const std::shared_ptr<grpc::Channel> channel_;
+  const int64_t max_request_bytes_;
+  const std::unique_ptr<normd::v1::Normalizer::Stub> stub_;
+  const std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+
+  absl::Mutex mu_;
+  int64_t async_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace normd
+
+#endif  // NORMD_CLIENT_NORMD_CLIENT_H_

@@ -1,0 +1,150 @@
+// The command-line tools end to end: normctl normalizes .npy files through the real normd (checked
+// against the fp64 reference) and reports failures with its documented exit codes; normbench runs a
+// short sweep against normd with normd-echo as the baseline and writes the CSV the issue specifies.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/npy.h"
+#include "client/tensor.h"
+#include "tests/integration/normd_process.h"
+#include "tests/integration/tensor_util.h"
+
+namespace normd::testing {
+namespace {
+
+// Runs a shell command; returns its exit code.
+int Shell(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string TempDir() {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/normd_tools_", getpid());
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+NpyArray FromTensor(const normd::v1::Tensor& t, const char* descr) {
+  NpyArray a;
+  a.descr = descr;
+  a.shape.assign(t.shape().begin(), t.shape().end());
+  a.data = t.data();
+  return a;
+}
+
+class ToolsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new NormdProcess();
+    ASSERT_TRUE(server_->Start({"--backend=cpu"}).ok()) << server_->log();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static NormdProcess* server_;
+};
+
+NormdProcess* ToolsTest::server_ = nullptr;
+
+// bf16 travels as uint16 .npy files, fp16 and fp32 as themselves; each output matches the reference.
+TEST_F(ToolsTest, NormctlNormalizeRoundTrip) {
+  const std::string dir = TempDir();
+  std::mt19937 rng(21);
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    normd::v1::NormalizeRequest request = MakeRequest(dtype, 7, 300, /*residual=*/true, rng);
+    request.set_eps(1e-6f);
+    const char* descr = dtype == DType::kFloat32 ? "<f4" : dtype == DType::kFloat16 ? "<f2" : "<u2";
+    ASSERT_TRUE(WriteNpyFile(dir + "/x.npy", FromTensor(request.input(), descr)).ok());
+    ASSERT_TRUE(WriteNpyFile(dir + "/r.npy", FromTensor(request.residual(), descr)).ok());
+    ASSERT_TRUE(WriteNpyFile(dir + "/w.npy", FromTensor(request.weight(), "<f4")).ok());
+    const std::string dtype_flag = dtype == DType::kBFloat16 ? " --dtype=bf16" : "";
+    ASSERT_EQ(Shell(absl::StrCat(NORMCTL_PATH, " --target=", server_->address(), " normalize --input=", dir,
+                                 "/x.npy --weight=", dir, "/w.npy --residual=", dir, "/r.npy --eps=1e-6", dtype_flag,
+                                 " --output=", dir, "/y.npy --residual-out=", dir, "/h.npy")),
+              0);
+    absl::StatusOr<NpyArray> y = ReadNpyFile(dir + "/y.npy");
+    absl::StatusOr<NpyArray> h = ReadNpyFile(dir + "/h.npy");
+    ASSERT_TRUE(y.ok() && h.ok());
+    EXPECT_EQ(y->descr, descr);
+    EXPECT_EQ(y->shape, (std::vector<int64_t>{7, 300}));
+    normd::v1::NormalizeResponse response;
+    *response.mutable_output() = request.input();
+    response.mutable_output()->set_data(y->data);
+    *response.mutable_residual_out() = request.residual();
+    response.mutable_residual_out()->set_data(h->data);
+    EXPECT_EQ(CompareWithReference(request, response), "");
+  }
+}
+
+TEST_F(ToolsTest, NormctlExitCodes) {
+  const std::string dir = TempDir();
+  const std::string normctl = absl::StrCat(NORMCTL_PATH, " --target=", server_->address());
+  EXPECT_EQ(Shell(normctl + " health > /dev/null"), 0);
+  EXPECT_EQ(Shell(normctl + " info > /dev/null"), 0);
+  EXPECT_EQ(Shell(normctl + " frobnicate 2> /dev/null"), 2);
+  EXPECT_EQ(Shell(normctl + " normalize --input=x.npy 2> /dev/null"), 2);
+  EXPECT_EQ(Shell(absl::StrCat(normctl, " normalize --input=", dir, "/missing.npy --weight=", dir,
+                               "/missing.npy --output=", dir, "/y.npy 2> /dev/null")),
+            3);
+  // A weight of the wrong length: the server refuses, exit 1.
+  NpyArray x{"<f4", {2, 8}, std::string(64, '\0')}, w{"<f4", {4}, std::string(16, '\0')};
+  ASSERT_TRUE(WriteNpyFile(dir + "/x8.npy", x).ok());
+  ASSERT_TRUE(WriteNpyFile(dir + "/w4.npy", w).ok());
+  EXPECT_EQ(Shell(absl::StrCat(normctl, " normalize --input=", dir, "/x8.npy --weight=", dir, "/w4.npy --output=",
+                               dir, "/y.npy 2> /dev/null")),
+            1);
+  EXPECT_EQ(Shell(absl::StrCat(normctl, " register-weight --weight=", dir, "/w4.npy > /dev/null")), 0);
+  EXPECT_EQ(Shell(absl::StrCat(NORMCTL_PATH, " --target=127.0.0.1:1 --timeout=2s health 2> /dev/null")), 4);
+}
+
+TEST_F(ToolsTest, NormbenchSmokeAgainstEcho) {
+  NormdProcess echo(NORMD_ECHO_PATH);
+  ASSERT_TRUE(echo.Start().ok()) << echo.log();
+  const std::string csv = TempDir() + "/bench.csv";
+  ASSERT_EQ(Shell(absl::StrCat(NORMBENCH_PATH, " --target=", server_->address(), " --baseline=", echo.address(),
+                               " --concurrency=1,4 --rows=2 --hidden=256 --dtype=bf16 --weight-id --residual",
+                               " --duration=0.6s --window=0.2s --warmup=0.1s --csv=", csv, " > /dev/null")),
+            0);
+  std::ifstream in(csv);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line,
+            "server,concurrency,rows,hidden,dtype,requests,errors,throughput_rps,rows_per_s,payload_gbps,p50_us,"
+            "p90_us,p95_us,p99_us,mean_batch_requests");
+  int rows = 0;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> cells = absl::StrSplit(line, ',');
+    ASSERT_EQ(cells.size(), 15u) << line;
+    EXPECT_TRUE(cells[0] == "target" || cells[0] == "baseline") << line;
+    EXPECT_EQ(cells[6], "0") << line;            // no errors
+    EXPECT_GT(std::stod(cells[7]), 0.0) << line;  // throughput
+    ++rows;
+  }
+  EXPECT_EQ(rows, 4);  // (target, baseline) x (1, 4)
+}
+
+TEST_F(ToolsTest, NormbenchStreamAndRateModes) {
+  const std::string csv = TempDir() + "/rate.csv";
+  ASSERT_EQ(Shell(absl::StrCat(NORMBENCH_PATH, " --target=", server_->address(),
+                               " --request-rate=200 --arrivals=constant --stream --rows=1 --hidden=128 --dtype=fp16",
+                               " --duration=0.6s --window=0.2s --warmup=0.1s --csv=", csv, " > /dev/null")),
+            0);
+  std::ifstream in(csv);
+  std::string header, row;
+  ASSERT_TRUE(std::getline(in, header) && std::getline(in, row));
+  const std::vector<std::string> cells = absl::StrSplit(row, ',');
+  ASSERT_EQ(cells.size(), 15u);
+  EXPECT_NEAR(std::stod(cells[7]), 200.0, 40.0) << row;
+}
+
+}  // namespace
+}  // namespace normd::testing
