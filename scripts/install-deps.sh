@@ -8,6 +8,8 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libssl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3 procps
+  # the TLS tests make a throwaway CA and certificates at test time
+  openssl
   # the deploy checks (tests/deploy): promtool and the server, yamllint, docker-compose config
   prometheus yamllint docker-compose python3-yaml
 )

@@ -6,7 +6,9 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include <prometheus/exposer.h>
 
@@ -47,6 +49,39 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartMetricsEndpoint(
   return exposer;
 }
 
+// The whole of a PEM file named by `flag`, or an error naming the flag and the path.
+absl::StatusOr<std::string> ReadPemFile(absl::string_view flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream contents;
+  if (in) contents << in.rdbuf();
+  if (!in || contents.str().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", path, ": cannot read the file (or it is empty)"));
+  }
+  return contents.str();
+}
+
+// Plaintext without --tls-cert; TLS with it; mTLS (a client certificate signed by --tls-client-ca is
+// required and verified) with --tls-client-ca too. The files are read once, at start.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const ServerConfig& config) {
+  if (config.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  absl::StatusOr<std::string> cert = ReadPemFile("tls-cert", config.tls_cert);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadPemFile("tls-key", config.tls_key);
+  if (!key.ok()) return key.status();
+  pair.cert_chain = *std::move(cert);
+  pair.private_key = *std::move(key);
+  grpc::SslServerCredentialsOptions options(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  if (!config.tls_client_ca.empty()) {
+    absl::StatusOr<std::string> ca = ReadPemFile("tls-client-ca", config.tls_client_ca);
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *std::move(ca);
+    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  options.pem_key_cert_pairs.push_back(std::move(pair));
+  return grpc::SslServerCredentials(options);
+}
+
 // Blocks SIGINT and SIGTERM in this thread and every thread started after it, so that they reach only
 // the sigwait in RunServer instead of killing the process mid-request.
 sigset_t BlockStopSignals() {
@@ -78,6 +113,12 @@ int RunServer(int argc, char** argv) {
     return 2;
   }
   SetLogLevel(config->log_level);
+  // Before anything else starts: a TLS misconfiguration must stop normd, never fall back to plaintext.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(*config);
+  if (!credentials.ok()) {
+    Log(LogLevel::kError, "normd: ", credentials.status().message());
+    return 2;
+  }
   auto registry = std::make_shared<prometheus::Registry>();
   ServerMetrics metrics(registry);
   absl::StatusOr<Backend> backend = MakeBackend(*config, &metrics);
@@ -113,7 +154,7 @@ int RunServer(int argc, char** argv) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(config->listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(config->listen, *credentials, &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config->max_request_bytes));
   builder.SetMaxSendMessageSize(-1);  // a response is at most twice its request (output + residual_out)
   if (config->max_connection_age > absl::ZeroDuration()) {
@@ -129,8 +170,9 @@ int RunServer(int argc, char** argv) {
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(false);  // NOT_SERVING until every worker has run a warm-up launch
   const std::string host = config->listen.substr(0, config->listen.rfind(':'));
+  const char* transport = config->tls_cert.empty() ? "plaintext" : config->tls_client_ca.empty() ? "tls" : "mtls";
   Log(LogLevel::kInfo, "normd ", kVersion, " listening on ", host, ":", port, " backend=", backend_name,
-      " workers=", worker_count);
+      " workers=", worker_count, " transport=", transport);
   if (absl::Status warm = WarmUpWorkers(scheduler.workers()); !warm.ok()) {
     Log(LogLevel::kError, "normd: ", warm.message());
     server->Shutdown();

@@ -1,5 +1,7 @@
 #include "server/normalize_stream_reactor.h"
 
+#include <grpcpp/impl/codegen/proto_utils.h>
+
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -27,45 +29,60 @@ absl::Status NormalizeStreamReactor::StreamError(const Slot& slot, const absl::S
 }
 
 void NormalizeStreamReactor::OnReadDone(bool ok) {
-  std::unique_ptr<Slot> slot;
+  Slot* admitted = nullptr;
   {
     absl::MutexLock lock(&mu_);
     read_outstanding_ = false;
-    slot = std::move(reading_);
-    if (ok) {
+    std::unique_ptr<Slot> slot = std::move(reading_);
+    // Once the stream has failed it may already have finished with this read outstanding, and the read
+    // can still complete with a message: admitting it would submit work for a call gRPC is about to
+    // destroy (its context then read by the worker). Nothing is read after the stream has failed.
+    if (ok && !reads_done_) {
       slot->index = next_index_++;
       slot->received = absl::Now();
+      // The slot joins the queue before the lock is released: a stream with an unanswered slot cannot
+      // finish, whatever another thread (a failed write, say) decides meanwhile.
+      admitted = slot.get();
+      slots_.push_back(std::move(slot));
     } else {
-      reads_done_ = true;  // the client half-closed (or the call is gone)
-      slot.reset();
+      reads_done_ = true;  // the client half-closed (or the call is gone, or the stream failed)
     }
   }
-  if (slot != nullptr) Admit(std::move(slot));
+  if (admitted != nullptr) {
+    if (grpc::Status parsed = grpc::SerializationTraits<normd::v1::NormalizeRequest>::Deserialize(
+            &admitted->raw_request, &admitted->request);
+        !parsed.ok()) {
+      admitted->parsed = absl::InvalidArgumentError(
+          absl::StrCat("not a normd.v1.NormalizeRequest (", parsed.error_message(), ")"));
+    }
+    Admit(admitted);
+  }
   Pump();
 }
 
-void NormalizeStreamReactor::Admit(std::unique_ptr<Slot> slot) {
-  Slot* raw = slot.get();
-  absl::StatusOr<ValidatedRequest> validated = ValidateNormalizeRequest(raw->request, limits_, weights_);
+void NormalizeStreamReactor::Admit(Slot* raw) {
+  absl::StatusOr<ValidatedRequest> validated =
+      raw->parsed.ok() ? ValidateNormalizeRequest(raw->request, limits_, weights_) : raw->parsed;
   if (!validated.ok()) {
     if (metrics_ != nullptr) metrics_->RequestDone("NormalizeStream", validated.status(), absl::Now() - raw->received);
+    absl::MutexLock lock(&mu_);
     raw->done = true;
     raw->status = validated.status();
-    absl::MutexLock lock(&mu_);
     reads_done_ = true;  // nothing after a bad message is read
-    slots_.push_back(std::move(slot));
     return;
   }
   std::unique_ptr<WorkItem> item = MakeWorkItem(raw->request, *std::move(validated), raw->response, *context_);
   item->on_done = [this, raw](const absl::Status& status, const LaunchReport& report) {
     FinishResponse(status, report, raw->response);
+    bool own_buffer = false;
+    if (status.ok()) {
+      // Serialized here, on the worker's thread and outside mu_; the message itself is then released.
+      grpc::SerializationTraits<normd::v1::NormalizeResponse>::Serialize(raw->response, &raw->raw_response,
+                                                                         &own_buffer);
+      raw->response.Clear();
+    }
     CompleteSlot(raw, status);
   };
-  {
-    // The slot joins the queue before the scheduler can complete it.
-    absl::MutexLock lock(&mu_);
-    slots_.push_back(std::move(slot));
-  }
   if (absl::Status admitted = scheduler_.Submit(std::move(item)); !admitted.ok()) {
     CompleteSlot(raw, admitted);
   }
@@ -73,12 +90,17 @@ void NormalizeStreamReactor::Admit(std::unique_ptr<Slot> slot) {
 
 void NormalizeStreamReactor::CompleteSlot(Slot* slot, const absl::Status& status) {
   if (metrics_ != nullptr) metrics_->RequestDone("NormalizeStream", status, absl::Now() - slot->received);
+  // Marking the slot done and deciding what follows happen under one lock: once it is released, another
+  // thread may finish the stream and gRPC may delete this reactor, so `this` is not touched again
+  // unless the decision taken here (a write, a read, or Finish) keeps the reactor alive for it.
+  Next next;
   {
     absl::MutexLock lock(&mu_);
     slot->done = true;
     slot->status = status;
+    next = DecideLocked();
   }
-  Pump();
+  Act(next);
 }
 
 void NormalizeStreamReactor::OnWriteDone(bool ok) {
@@ -95,44 +117,51 @@ void NormalizeStreamReactor::OnWriteDone(bool ok) {
 }
 
 void NormalizeStreamReactor::Pump() {
-  const normd::v1::NormalizeResponse* to_write = nullptr;
-  normd::v1::NormalizeRequest* to_read = nullptr;
-  bool finish = false;
-  grpc::Status finish_status;
+  Next next;
   {
     absl::MutexLock lock(&mu_);
-    if (finished_) return;
-    // Responses in order. Once the stream has failed, the rest are computed but not sent.
-    while (!write_outstanding_ && !slots_.empty() && slots_.front()->done) {
-      Slot& front = *slots_.front();
-      if (stream_status_.ok() && !front.status.ok()) {
-        stream_status_ = StreamError(front, front.status);
-        reads_done_ = true;
-      }
-      if (!stream_status_.ok()) {
-        slots_.pop_front();
-        continue;
-      }
-      write_outstanding_ = true;
-      to_write = &front.response;
-    }
-    if (!read_outstanding_ && !reads_done_ && slots_.size() < max_inflight_) {
-      read_outstanding_ = true;
-      reading_ = std::make_unique<Slot>();
-      to_read = &reading_->request;
-    }
-    // After an error the stream ends without waiting for the client's next message: a read still
-    // outstanding then completes with ok = false, before gRPC calls OnDone.
-    if (reads_done_ && (!read_outstanding_ || !stream_status_.ok()) && !write_outstanding_ &&
-        slots_.empty()) {
-      finished_ = true;
-      finish = true;
-      finish_status = ToGrpcStatus(stream_status_);
-    }
+    next = DecideLocked();
   }
-  if (to_write != nullptr) StartWrite(to_write);
-  if (to_read != nullptr) StartRead(to_read);
-  if (finish) Finish(finish_status);
+  Act(next);
+}
+
+NormalizeStreamReactor::Next NormalizeStreamReactor::DecideLocked() {
+  Next next;
+  if (finished_) return next;
+  // Responses in order. Once the stream has failed, the rest are computed but not sent.
+  while (!write_outstanding_ && !slots_.empty() && slots_.front()->done) {
+    Slot& front = *slots_.front();
+    if (stream_status_.ok() && !front.status.ok()) {
+      stream_status_ = StreamError(front, front.status);
+      reads_done_ = true;
+    }
+    if (!stream_status_.ok()) {
+      slots_.pop_front();
+      continue;
+    }
+    write_outstanding_ = true;
+    next.write = &front.raw_response;
+  }
+  if (!read_outstanding_ && !reads_done_ && slots_.size() < max_inflight_) {
+    read_outstanding_ = true;
+    reading_ = std::make_unique<Slot>();
+    next.read = &reading_->raw_request;
+  }
+  // After an error the stream ends without waiting for the client's next message: a read still
+  // outstanding then completes with ok = false, before gRPC calls OnDone.
+  if (reads_done_ && (!read_outstanding_ || !stream_status_.ok()) && !write_outstanding_ &&
+      slots_.empty()) {
+    finished_ = true;
+    next.finish = true;
+    next.finish_status = ToGrpcStatus(stream_status_);
+  }
+  return next;
+}
+
+void NormalizeStreamReactor::Act(const Next& next) {
+  if (next.write != nullptr) StartWrite(next.write);
+  if (next.read != nullptr) StartRead(next.read);
+  if (next.finish) Finish(next.finish_status);
 }
 
 }  // namespace normd

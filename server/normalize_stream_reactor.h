@@ -4,7 +4,9 @@
 // responses: the flow-control bound on what one stream can make the server hold), and writes each
 // response as soon as it and every response before it are ready. A bad message (or a failed request)
 // ends the stream with its status, naming the message's index and request_id, after the responses to
-// the messages before it.
+// the messages before it. Messages travel as raw bytes (see NormalizerServiceBase): the reactor parses
+// each request, so that bytes that are not a NormalizeRequest end the stream with INVALID_ARGUMENT
+// instead of passing for the client's half-close, and serializes each response once it is computed.
 //
 // Threads: gRPC calls OnReadDone/OnWriteDone, and workers complete requests, from any thread. All state
 // is guarded by mu_. gRPC calls (StartRead, StartWrite, Finish) are made outside the lock, and only after
@@ -31,7 +33,7 @@
 namespace normd {
 
 class NormalizeStreamReactor final
-    : public grpc::ServerBidiReactor<normd::v1::NormalizeRequest, normd::v1::NormalizeResponse> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   NormalizeStreamReactor(grpc::CallbackServerContext* context, Scheduler& scheduler, WeightRegistry& weights,
                          ValidationLimits limits, int max_inflight, ServerMetrics* metrics);
@@ -45,15 +47,30 @@ class NormalizeStreamReactor final
   struct Slot {
     int64_t index = 0;
     absl::Time received;
+    grpc::ByteBuffer raw_request;   // as read; parsed into `request`
+    absl::Status parsed;            // why raw_request is not a NormalizeRequest, if it is not
     normd::v1::NormalizeRequest request;
     normd::v1::NormalizeResponse response;
+    grpc::ByteBuffer raw_response;  // `response` serialized, once computed
     bool done = false;
     absl::Status status;
   };
 
+  // What to do next, decided under mu_ and done outside it.
+  struct Next {
+    const grpc::ByteBuffer* write = nullptr;
+    grpc::ByteBuffer* read = nullptr;
+    bool finish = false;
+    grpc::Status finish_status;
+  };
+
   // Decides under the lock what to do next (write, read, finish) and does it outside the lock.
+  // Call only where gRPC keeps the reactor alive (its reactions, the constructor); a worker's thread
+  // must decide in the same critical section as its own update (CompleteSlot).
   void Pump();
-  void Admit(std::unique_ptr<Slot> slot);
+  Next DecideLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Act(const Next& next);
+  void Admit(Slot* slot);  // a slot already in slots_, not yet done
   void CompleteSlot(Slot* slot, const absl::Status& status);
   absl::Status StreamError(const Slot& slot, const absl::Status& status) const;
 

@@ -48,8 +48,7 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
   return reactor;
 }
 
-grpc::ServerBidiReactor<normd::v1::NormalizeRequest, normd::v1::NormalizeResponse>*
-NormalizerService::NormalizeStream(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NormalizerService::NormalizeStream(grpc::CallbackServerContext* context) {
   return new NormalizeStreamReactor(context, scheduler_, weights_, options_.limits,
                                     options_.stream_max_inflight, metrics_);
 }

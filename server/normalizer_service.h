@@ -22,7 +22,14 @@ struct ServiceOptions {
   normd::v1::ServerInfo info;    // what GetServerInfo answers
 };
 
-class NormalizerService final : public normd::v1::Normalizer::CallbackService {
+// NormalizeStream is registered raw (bytes in and out) so that its reactor parses each message itself:
+// gRPC 1.51's typed callback API reports a stream message it cannot parse exactly like the client's
+// half-close (OnReadDone(false)), so the stream would end OK with that message silently dropped.
+using NormalizerServiceBase = normd::v1::Normalizer::WithCallbackMethod_Normalize<
+    normd::v1::Normalizer::WithRawCallbackMethod_NormalizeStream<normd::v1::Normalizer::WithCallbackMethod_RegisterWeight<
+        normd::v1::Normalizer::WithCallbackMethod_GetServerInfo<normd::v1::Normalizer::Service>>>>;
+
+class NormalizerService final : public NormalizerServiceBase {
  public:
   // Borrows the scheduler and the registry; both must outlive the service.
   // `metrics` may be null; otherwise it must outlive the service.
@@ -32,7 +39,7 @@ class NormalizerService final : public normd::v1::Normalizer::CallbackService {
   grpc::ServerUnaryReactor* Normalize(grpc::CallbackServerContext* context,
                                       const normd::v1::NormalizeRequest* request,
                                       normd::v1::NormalizeResponse* response) override;
-  grpc::ServerBidiReactor<normd::v1::NormalizeRequest, normd::v1::NormalizeResponse>* NormalizeStream(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NormalizeStream(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* RegisterWeight(grpc::CallbackServerContext* context,
                                            const normd::v1::RegisterWeightRequest* request,

@@ -22,6 +22,11 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
 ABSL_FLAG(absl::Duration, max_connection_age, absl::ZeroDuration(),
           "Close client connections after this age (e.g. 300s) so that clients re-resolve DNS and spread over "
           "replicas (0 = never)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain to serve TLS with (needs --tls-key; empty = plaintext)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle: require every client to present a certificate it signed (mTLS; needs --tls-cert)");
 ABSL_FLAG(std::string, backend, "auto", "auto (cuda when a GPU is visible, else cpu), cuda or cpu");
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend: cores one launch may use (0 = every core)");
 ABSL_FLAG(std::string, gpus, "", "CUDA backend: GPU indices to use, e.g. 0,1 (empty = every visible GPU)");
@@ -112,6 +117,15 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   c.listen = absl::GetFlag(FLAGS_listen);
   c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   c.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
+  c.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  c.tls_key = absl::GetFlag(FLAGS_tls_key);
+  c.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together: give both or neither");
+  }
+  if (!c.tls_client_ca.empty() && c.tls_cert.empty()) {
+    return absl::InvalidArgumentError("--tls-client-ca (mTLS) needs --tls-cert and --tls-key");
+  }
   c.backend = absl::GetFlag(FLAGS_backend);
   if (c.backend != "auto" && c.backend != "cpu" && c.backend != "cuda") {
     return absl::InvalidArgumentError(absl::StrCat("--backend = '", c.backend, "': expected auto, cpu or cuda"));

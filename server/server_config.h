@@ -21,6 +21,11 @@ struct ServerConfig {
   std::string listen;
   std::string metrics_listen;            // "" = no metrics endpoint
   absl::Duration max_connection_age;     // zero = unlimited
+  // TLS: PEM file paths. Both cert and key, or neither (plaintext). client_ca requires them and turns
+  // on mTLS: every client must present a certificate that this CA signed.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
   std::string backend;     // "auto", "cpu" or "cuda"
   int cpu_threads = 0;     // resolved: > 0
   std::string gpus;        // "" = every visible GPU, else "0,1"

@@ -133,13 +133,14 @@ int NormdProcess::StopWith(int signal, absl::Duration timeout) {
   return -1;
 }
 
-std::shared_ptr<grpc::Channel> NormdProcess::NewChannel() const {
+std::shared_ptr<grpc::Channel> NormdProcess::NewChannel(
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials) const {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   // A fresh connection per channel, so that tests of concurrency really use several.
   args.SetInt("grpc.use_local_subchannel_pool", 1);
-  return grpc::CreateCustomChannel(address(), grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address(), credentials, args);
 }
 
 int64_t NormdProcess::ResidentBytes() const {

@@ -3,6 +3,7 @@
 // The process is started with --listen=127.0.0.1:0; the port it got is read from its "listening on"
 // log line, and Start() returns once grpc.health.v1 reports SERVING. Its stderr is collected in the
 // background (so that a chatty server never blocks on a full pipe) and can be inspected by the test.
+// Channels are plaintext unless the test sets credentials (a TLS server: set_channel_credentials).
 #ifndef NORMD_TESTS_INTEGRATION_NORMD_PROCESS_H_
 #define NORMD_TESTS_INTEGRATION_NORMD_PROCESS_H_
 
@@ -27,6 +28,12 @@ class NormdProcess {
   explicit NormdProcess(std::string binary = "");
   ~NormdProcess();  // SIGKILLs the process if it still runs
 
+  // Credentials for the health check in Start() and for NewChannel(); call before Start(). Default:
+  // plaintext. A TLS server needs grpc::SslCredentials trusting its CA (its certificate names 127.0.0.1).
+  void set_channel_credentials(std::shared_ptr<grpc::ChannelCredentials> credentials) {
+    credentials_ = std::move(credentials);
+  }
+
   // Starts the binary with `args` and waits until it serves. Unless `args` sets them, normd gets
   // --listen=127.0.0.1:0 and --metrics-listen=127.0.0.1:0 (free ports, so that tests run in parallel).
   absl::Status Start(const std::vector<std::string>& args = {}, absl::Duration timeout = absl::Seconds(30));
@@ -39,7 +46,9 @@ class NormdProcess {
   // The metrics endpoint's port, from normd's "metrics on HOST:PORT" line (0 if it has none).
   int metrics_port() const { return metrics_port_; }
   pid_t pid() const { return pid_; }
-  std::shared_ptr<grpc::Channel> NewChannel() const;
+  std::shared_ptr<grpc::Channel> NewChannel() const { return NewChannel(credentials_); }
+  // A channel with other credentials than the process's (a plaintext client of a TLS server, say).
+  std::shared_ptr<grpc::Channel> NewChannel(const std::shared_ptr<grpc::ChannelCredentials>& credentials) const;
   std::string log() const;
   // Resident set size in bytes from /proc, or -1.
   int64_t ResidentBytes() const;
@@ -49,6 +58,7 @@ class NormdProcess {
 
   const bool is_normd_;
   const std::string binary_;
+  std::shared_ptr<grpc::ChannelCredentials> credentials_ = grpc::InsecureChannelCredentials();
   pid_t pid_ = -1;
   int port_ = 0;
   int metrics_port_ = 0;
@@ -56,6 +66,15 @@ class NormdProcess {
   mutable absl::Mutex mu_;
   std::string log_ ABSL_GUARDED_BY(mu_);
 };
+
+// True in a sanitizer build (the test and the normd it starts are built alike). Resident-memory bounds
+// are not checked there: ASan's shadow memory and its 256 MiB quarantine of freed blocks, and TSan's
+// shadow, make RSS measure the sanitizer rather than normd.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitizedBuild = true;
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
 
 // The backend the suite runs normd with: $NORMD_TEST_BACKEND ("cuda" on the GPU machine), else "cpu".
 // NormdProcess rewrites every --backend=... argument to it.
