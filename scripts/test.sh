@@ -25,12 +25,11 @@ if [[ "${NORMD_CI_SANITIZERS:-0}" == 1 ]]; then
   [[ "${NORMD_CI_TSAN:-0}" == 1 ]] && presets+=(tsan)
   for preset in "${presets[@]}"; do
     start=$SECONDS
-    # BENCH=ON: tests/client's CMakeLists names the normbench target, which BENCH=OFF leaves out.
-    cmake --preset "$preset" -DNORMD_BUILD_BENCH=ON
+    cmake --preset "$preset"
     cmake --build --preset "$preset" -j "$jobs"
     echo "test.sh: $preset build took $((SECONDS - start)) s"
     if [[ "$preset" == asan ]]; then
-      ctest --preset asan -j "$jobs" -L 'unit|integration' -LE 'deploy|gpu'
+      ctest --preset asan -j "$jobs" -L 'unit|integration|client' -LE 'deploy|gpu'
     else
       # TSan slows code 5-15x: the unit tests plus the suites whose point is concurrency.
       ctest --preset tsan -j "$jobs" -L unit -LE 'deploy|gpu'

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <vector>
 #include <sstream>
 
 #include <prometheus/exposer.h>
@@ -91,6 +92,34 @@ sigset_t BlockStopSignals() {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return signals;
+}
+
+// Waits for SIGINT or SIGTERM and returns it. Meanwhile, once a second, reflects the workers' health: a
+// worker that hit an unrecoverable device error is out of rotation (the scheduler skips it); when none
+// is left, normd reports NOT_SERVING so that load balancers and Kubernetes take it out too.
+int WaitForStopSignal(const sigset_t& stop_signals, const Scheduler& scheduler,
+                      grpc::HealthCheckServiceInterface& health, ServerMetrics& metrics) {
+  std::vector<bool> counted_failed(scheduler.workers().size(), false);
+  size_t failed = 0;
+  const timespec tick{1, 0};
+  while (true) {
+    const int signal_number = sigtimedwait(&stop_signals, nullptr, &tick);
+    if (signal_number > 0) return signal_number;
+    for (size_t w = 0; w < scheduler.workers().size(); ++w) {
+      const Worker& worker = *scheduler.workers()[w];
+      if (worker.healthy() || counted_failed[w]) continue;
+      counted_failed[w] = true;
+      ++failed;
+      metrics.workers("ready", worker.executor().device()).Decrement();
+      metrics.workers("failed", worker.executor().device()).Increment();
+      Log(LogLevel::kError, "normd: worker ", worker.executor().name(), " is out of rotation (", failed, " of ",
+          scheduler.workers().size(), ")");
+      if (failed == scheduler.workers().size()) {
+        health.SetServingStatus(false);
+        Log(LogLevel::kError, "normd: no healthy worker left; reporting NOT_SERVING");
+      }
+    }
+  }
 }
 
 normd::v1::ServerInfo MakeServerInfo(const ServerConfig& config, const Backend& backend) {
@@ -183,8 +212,7 @@ int RunServer(int argc, char** argv) {
   for (const auto& worker : scheduler.workers()) metrics.workers("ready", worker->executor().device()).Increment();
   Log(LogLevel::kInfo, "normd serving");
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  const int signal_number = WaitForStopSignal(stop_signals, scheduler, *health, metrics);
   Log(LogLevel::kInfo, "normd: signal ", signal_number, ", draining (up to ",
       absl::FormatDuration(config->drain_timeout), ")");
   health->SetServingStatus(false);
