@@ -155,6 +155,9 @@ absl::StatusOr<const void*> CudaExecutor::DeviceWeight(const RegisteredWeight& w
 
 absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
   if (!healthy_) return absl::InternalError(absl::StrCat(name(), " is out of rotation after a CUDA error"));
+  // The current device is per thread: the worker's thread must select this executor's GPU before it
+  // launches on its stream or allocates (a kernel launched on another device's stream fails).
+  if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) return CudaFailure("cudaSetDevice", e);
   const absl::Time pack_start = absl::Now();
   // Trim before this launch takes its weights, so that none of them can be dropped under it (the
   // cache may overshoot its bound by one launch's weights until the next launch).
@@ -269,6 +272,7 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
 absl::Status CudaExecutor::Finish(const Launch& launch, StageTimes& stages) {
   Slot& slot = slots_[static_cast<size_t>(oldest_slot_)];
   oldest_slot_ = (oldest_slot_ + 1) % kSlots;
+  cudaSetDevice(device_);
   if (cudaError_t e = cudaEventSynchronize(slot.events[3]); e != cudaSuccess) {
     return CudaFailure("the launch", e);
   }
