@@ -11,8 +11,15 @@
 namespace normd {
 namespace {
 
+// The shape as "[2, 3, 4096]". A shape of very many dimensions is cut after the first few: the message
+// travels in the call's trailers, which gRPC bounds, and a client that sent a million dimensions learns
+// nothing more from seeing them all.
 std::string ShapeString(const normd::v1::Tensor& tensor) {
-  return absl::StrCat("[", absl::StrJoin(tensor.shape(), ", "), "]");
+  constexpr int kShown = 8;
+  const int dims = tensor.shape_size();
+  if (dims <= kShown) return absl::StrCat("[", absl::StrJoin(tensor.shape(), ", "), "]");
+  return absl::StrCat("[", absl::StrJoin(tensor.shape().begin(), tensor.shape().begin() + kShown, ", "), ", ... (",
+                      dims, " dimensions)]");
 }
 
 absl::Status CheckWeight(const ValidatedRequest& out, DType weight_dtype, int64_t weight_rows,

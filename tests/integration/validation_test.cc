@@ -41,6 +41,12 @@ const BadRequest kBadRequests[] = {
        r.mutable_input()->set_shape(1, int64_t{1} << 40);
      },
      grpc::INVALID_ARGUMENT, {"input.shape", "int64"}},
+    {"shape_of_many_dimensions_is_cut_in_the_message",
+     [](NormalizeRequest& r) {
+       r.mutable_input()->clear_shape();
+       for (int i = 0; i < 1000; ++i) r.mutable_input()->add_shape(1);
+     },
+     grpc::INVALID_ARGUMENT, {"input.data", "[1, 1, 1, 1, 1, 1, 1, 1, ... (1000 dimensions)]"}},
     {"data_too_short", [](NormalizeRequest& r) { r.mutable_input()->mutable_data()->resize(10); },
      grpc::INVALID_ARGUMENT, {"input.data", "10 bytes", "256"}},
     {"data_too_long", [](NormalizeRequest& r) { r.mutable_input()->mutable_data()->append("xx"); },
