@@ -8,6 +8,8 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <malloc.h>
+
 #include <csignal>
 #include <functional>
 #include <iostream>
@@ -148,4 +150,13 @@ int Run(int argc, char** argv) {
 }  // namespace
 }  // namespace normd
 
-int main(int argc, char** argv) { return normd::Run(argc, argv); }
+int main(int argc, char** argv) {
+#ifdef __GLIBC__
+  // The same allocator settings as normd (server/main.cc, KeepLargeBuffersInTheAllocator), so that the
+  // ceiling does not pay page faults for large messages that normd no longer pays.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TOP_PAD, 64 << 20);
+#endif
+  return normd::Run(argc, argv);
+}
