@@ -5,25 +5,30 @@
 namespace normd {
 namespace {
 
-// 10 µs doubling to ~21 s: the whole range from a 1-row CPU launch to a drain.
-prometheus::Histogram::BucketBoundaries DurationBuckets() {
+// `count` boundaries doubling from `first`. Built once per kind: the hooks pass them on every call
+// (Family::Add takes them), and a request should not allocate a fresh vector for that.
+prometheus::Histogram::BucketBoundaries Doubling(double first, int count) {
   prometheus::Histogram::BucketBoundaries b;
-  for (int i = 0; i <= 21; ++i) b.push_back(10e-6 * std::ldexp(1.0, i));
+  for (int i = 0; i < count; ++i) b.push_back(first * std::ldexp(1.0, i));
   return b;
+}
+
+// 10 µs doubling to ~21 s: the whole range from a 1-row CPU launch to a drain.
+const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
+  static const auto* const buckets = new prometheus::Histogram::BucketBoundaries(Doubling(10e-6, 22));
+  return *buckets;
 }
 
 // 1, 2, 4, ... 65536: rows or requests per launch.
-prometheus::Histogram::BucketBoundaries CountBuckets() {
-  prometheus::Histogram::BucketBoundaries b;
-  for (int i = 0; i <= 16; ++i) b.push_back(std::ldexp(1.0, i));
-  return b;
+const prometheus::Histogram::BucketBoundaries& CountBuckets() {
+  static const auto* const buckets = new prometheus::Histogram::BucketBoundaries(Doubling(1.0, 17));
+  return *buckets;
 }
 
 // 1 GB/s doubling to ~8 TB/s: a CPU core up to past an H200's HBM (4.8 TB/s by its datasheet).
-prometheus::Histogram::BucketBoundaries BandwidthBuckets() {
-  prometheus::Histogram::BucketBoundaries b;
-  for (int i = 0; i <= 13; ++i) b.push_back(1e9 * std::ldexp(1.0, i));
-  return b;
+const prometheus::Histogram::BucketBoundaries& BandwidthBuckets() {
+  static const auto* const buckets = new prometheus::Histogram::BucketBoundaries(Doubling(1e9, 14));
+  return *buckets;
 }
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
