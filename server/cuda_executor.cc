@@ -168,7 +168,11 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
 
   // Lay out the staging regions: [segment table][inline weights][inputs][residuals] going up and
   // [outputs][residual_outs] coming down.
-  std::vector<int64_t> weight_at(n, -1), input_at(n), residual_at(n, -1), output_at(n), residual_out_at(n, -1);
+  std::vector<int64_t> weight_at(n, -1), input_at(n), residual_at(n, -1);
+  std::vector<int64_t>& output_at = slot.output_at;
+  std::vector<int64_t>& residual_out_at = slot.residual_out_at;
+  output_at.assign(n, 0);
+  residual_out_at.assign(n, -1);
   int64_t in_bytes = AlignUp(static_cast<int64_t>(n * sizeof(RmsNormSegment)));
   for (size_t i = 0; i < n; ++i) {
     const ValidatedRequest& r = launch.items[i]->request;
@@ -264,7 +268,6 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
     return fail("cudaMemcpyAsync (device to host)", e);
   }
   cudaEventRecord(slot.events[3], stream_);
-  slot.out_used = out_bytes;
   next_slot_ = (next_slot_ + 1) % kSlots;
   return absl::OkStatus();
 }
@@ -280,20 +283,14 @@ absl::Status CudaExecutor::Finish(const Launch& launch, StageTimes& stages) {
   stages.kernel += EventGap(slot.events[1], slot.events[2]);
   stages.d2h += EventGap(slot.events[2], slot.events[3]);
 
-  // Unpack: each request's bytes are copied out of pinned memory once, in the order Start laid them.
+  // Unpack: each request's bytes are copied out of pinned memory once, from where Start laid them.
   const absl::Time unpack_start = absl::Now();
   const auto itemsize = static_cast<int64_t>(ItemSize(launch.dtype));
-  int64_t out_at = 0;
-  for (const auto& item : launch.items) {
-    const int64_t bytes = item->request.elements() * itemsize;
-    std::memcpy(item->output, At(slot.out.host, out_at), static_cast<size_t>(bytes));
-    out_at += AlignUp(bytes);
-  }
-  for (const auto& item : launch.items) {
-    if (item->request.residual == nullptr) continue;
-    const int64_t bytes = item->request.elements() * itemsize;
-    std::memcpy(item->residual_out, At(slot.out.host, out_at), static_cast<size_t>(bytes));
-    out_at += AlignUp(bytes);
+  for (size_t i = 0; i < launch.items.size(); ++i) {
+    const WorkItem& item = *launch.items[i];
+    const auto bytes = static_cast<size_t>(item.request.elements() * itemsize);
+    std::memcpy(item.output, At(slot.out.host, slot.output_at[i]), bytes);
+    if (slot.residual_out_at[i] >= 0) std::memcpy(item.residual_out, At(slot.out.host, slot.residual_out_at[i]), bytes);
   }
   // Host staging copies, both ways, count as the pack stage.
   stages.pack += absl::Now() - unpack_start;

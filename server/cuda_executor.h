@@ -18,6 +18,7 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "server/batch_executor.h"
@@ -52,7 +53,9 @@ class CudaExecutor : public BatchExecutor {
   struct Slot {
     Buffer in;   // segment table, inline weights, inputs, residuals
     Buffer out;  // outputs, residual_outs
-    int64_t out_used = 0;
+    // Where Start put each request's output and residual_out in `out` (-1: no residual), for Finish.
+    std::vector<int64_t> output_at;
+    std::vector<int64_t> residual_out_at;
     std::array<cudaEvent_t, 4> events{};  // before h2d, after h2d, after kernel, after d2h
   };
   struct CachedWeight {
