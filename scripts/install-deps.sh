@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libssl-dev
-  prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev
   python3 procps
   # the TLS tests make a throwaway CA and certificates at test time
   openssl

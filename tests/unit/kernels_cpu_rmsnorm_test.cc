@@ -313,6 +313,30 @@ TEST(CpuRmsNorm, InPlaceMatchesOutOfPlace) {
   }
 }
 
+// Calls writing 16 MiB or more take the non-temporal store path, which starts each row with scalar
+// columns up to the first aligned one. Whatever the alignment of output and residual_out (here
+// misaligned, and differently from each other), a row must come out with the bytes that small
+// ordinary-store calls give it: which accumulator lane a column lands in may not depend on addresses.
+TEST(CpuRmsNorm, StreamedLargeOutputsMatchRowByRowCalls) {
+  for (DType dtype : kAllDTypes) {
+    SCOPED_TRACE(std::string(DTypeName(dtype)));
+    constexpr int64_t kHidden = 4099;  // rows start at a different alignment each
+    const auto item = static_cast<int64_t>(ItemSize(dtype));
+    const int64_t rows = (int64_t{17} << 20) / (kHidden * item) + 1;
+    Problem p(dtype, dtype, kHidden, rows, /*with_residual=*/true, 1.0f, 50);
+    const size_t count = p.input.size();
+    Tensor out(dtype, count + 8), r_out(dtype, count + 8);
+    RmsNormSegment whole = p.segment;
+    whole.output = static_cast<uint8_t*>(out.data()) + 1 * item;
+    whole.residual_out = static_cast<uint8_t*>(r_out.data()) + 3 * item;
+    RmsNormCpuRows(dtype, kHidden, whole, 0, rows);
+    for (int64_t row = 0; row < rows; ++row) RmsNormCpuRows(dtype, kHidden, p.segment, row, row + 1);
+    EXPECT_EQ(0, std::memcmp(whole.output, p.output.data(), count * item));
+    EXPECT_EQ(0, std::memcmp(whole.residual_out, p.residual_out.data(), count * item));
+    EXPECT_TRUE(p.Check(kHidden));
+  }
+}
+
 // Segments of one launch keep their own eps, weight, weight dtype, offset and residual.
 TEST(CpuRmsNorm, MultiSegmentLaunch) {
   for (DType dtype : kAllDTypes) {
