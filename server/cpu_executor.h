@@ -17,6 +17,7 @@ class CpuExecutor : public BatchExecutor {
   explicit CpuExecutor(int threads);
 
   absl::Status Start(const Launch& launch, StageTimes& stages) override;
+  bool runs_on_caller_thread() const override { return true; }
   std::string name() const override { return "cpu"; }
   std::string device() const override { return "cpu"; }
 

@@ -126,9 +126,28 @@ void ServerMetrics::SetBuildInfo(const std::string& version, const std::string& 
       .Set(1);
 }
 
-void ServerMetrics::RequestDone(const std::string& method, const absl::Status& status, absl::Duration duration) {
-  requests_total_->Add({{"method", method}, {"code", StatusCodeName(status.code())}}).Increment();
-  request_duration_->Add({{"method", method}}, DurationBuckets()).Observe(Seconds(duration));
+void ServerMetrics::RequestDone(absl::string_view method, const absl::Status& status, absl::Duration duration) {
+  const auto code = static_cast<size_t>(status.code());
+  prometheus::Counter* counter;
+  prometheus::Histogram* histogram;
+  {
+    absl::MutexLock lock(&series_mu_);
+    auto it = methods_.find(method);
+    if (it == methods_.end()) {
+      it = methods_.emplace(std::string(method), MethodSeries{}).first;
+      it->second.duration = &request_duration_->Add({{"method", it->first}}, DurationBuckets());
+    }
+    MethodSeries& series = it->second;
+    const size_t slot = code < series.by_code.size() ? code : static_cast<size_t>(absl::StatusCode::kUnknown);
+    if (series.by_code[slot] == nullptr) {
+      series.by_code[slot] =
+          &requests_total_->Add({{"method", it->first}, {"code", StatusCodeName(static_cast<absl::StatusCode>(slot))}});
+    }
+    counter = series.by_code[slot];
+    histogram = series.duration;
+  }
+  counter->Increment();
+  histogram->Observe(Seconds(duration));
 }
 
 void ServerMetrics::Payload(int64_t bytes_in, int64_t bytes_out) {
@@ -138,23 +157,41 @@ void ServerMetrics::Payload(int64_t bytes_in, int64_t bytes_out) {
 
 void ServerMetrics::QueueWait(absl::Duration wait) { queue_wait_->Observe(Seconds(wait)); }
 
-void ServerMetrics::Launch(const std::string& device, int64_t rows, int64_t requests, const StageTimes& stages,
+void ServerMetrics::Launch(absl::string_view device, int64_t rows, int64_t requests, const StageTimes& stages,
                            int64_t kernel_bytes) {
-  batch_rows_->Add({{"device", device}}, CountBuckets()).Observe(static_cast<double>(rows));
-  batch_requests_->Add({{"device", device}}, CountBuckets()).Observe(static_cast<double>(requests));
-  launches_total_->Add({{"device", device}}).Increment();
-  rows_total_->Add({{"device", device}}).Increment(static_cast<double>(rows));
-  const std::pair<const char*, absl::Duration> named[] = {
-      {"pack", stages.pack}, {"h2d", stages.h2d}, {"kernel", stages.kernel}, {"d2h", stages.d2h}, {"cpu", stages.cpu}};
-  for (const auto& [stage, duration] : named) {
-    if (duration <= absl::ZeroDuration()) continue;
-    stage_duration_->Add({{"stage", stage}, {"device", device}}, DurationBuckets()).Observe(Seconds(duration));
-  }
+  static constexpr const char* kStageNames[] = {"pack", "h2d", "kernel", "d2h", "cpu"};
+  const absl::Duration durations[] = {stages.pack, stages.h2d, stages.kernel, stages.d2h, stages.cpu};
   // The kernel's achieved bandwidth: on the CPU backend the whole computation is the "kernel".
   const absl::Duration kernel_time = stages.kernel > absl::ZeroDuration() ? stages.kernel : stages.cpu;
-  if (kernel_time > absl::ZeroDuration() && kernel_bytes > 0) {
-    kernel_bandwidth_->Add({{"device", device}}, BandwidthBuckets())
-        .Observe(static_cast<double>(kernel_bytes) / Seconds(kernel_time));
+  const bool has_bandwidth = kernel_time > absl::ZeroDuration() && kernel_bytes > 0;
+  absl::MutexLock lock(&series_mu_);  // observations are atomic; the lock is for the lookups only
+  auto it = devices_.find(device);
+  if (it == devices_.end()) {
+    it = devices_.emplace(std::string(device), DeviceSeries{}).first;
+    const prometheus::Labels labels{{"device", it->first}};
+    DeviceSeries& d = it->second;
+    d.batch_rows = &batch_rows_->Add(labels, CountBuckets());
+    d.batch_requests = &batch_requests_->Add(labels, CountBuckets());
+    d.launches = &launches_total_->Add(labels);
+    d.rows = &rows_total_->Add(labels);
+  }
+  DeviceSeries& d = it->second;
+  d.batch_rows->Observe(static_cast<double>(rows));
+  d.batch_requests->Observe(static_cast<double>(requests));
+  d.launches->Increment();
+  d.rows->Increment(static_cast<double>(rows));
+  for (size_t i = 0; i < d.stages.size(); ++i) {
+    if (durations[i] <= absl::ZeroDuration()) continue;
+    if (d.stages[i] == nullptr) {
+      d.stages[i] = &stage_duration_->Add({{"stage", kStageNames[i]}, {"device", it->first}}, DurationBuckets());
+    }
+    d.stages[i]->Observe(Seconds(durations[i]));
+  }
+  if (has_bandwidth) {
+    if (d.kernel_bandwidth == nullptr) {
+      d.kernel_bandwidth = &kernel_bandwidth_->Add({{"device", it->first}}, BandwidthBuckets());
+    }
+    d.kernel_bandwidth->Observe(static_cast<double>(kernel_bytes) / Seconds(kernel_time));
   }
 }
 

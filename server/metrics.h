@@ -2,9 +2,10 @@
 // service, the scheduler and the workers call.
 //
 // Histograms by default (they aggregate across replicas, unlike summaries), with buckets from 10 µs to
-// about 20 s for durations. Every hook is thread-safe (prometheus-cpp's metrics are atomic; label
-// lookups take the family's own lock). The hooks never touch tensor data: the endpoint exposes counts
-// and timings only.
+// about 20 s for durations. Every hook is thread-safe (prometheus-cpp's metrics are atomic). The
+// labelled series a hook needs are looked up in prometheus-cpp once and kept here: Family::Add builds a
+// label map and takes the family's lock, and the per-request hooks made about ten such calls per
+// request. The hooks never touch tensor data: the endpoint exposes counts and timings only.
 #ifndef NORMD_SERVER_METRICS_H_
 #define NORMD_SERVER_METRICS_H_
 
@@ -14,11 +15,16 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace normd {
@@ -42,12 +48,12 @@ class ServerMetrics {
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
   // A finished RPC (for streams: each message), from receipt to reply.
-  void RequestDone(const std::string& method, const absl::Status& status, absl::Duration duration);
+  void RequestDone(absl::string_view method, const absl::Status& status, absl::Duration duration);
   // Tensor payload bytes of a request computed successfully.
   void Payload(int64_t bytes_in, int64_t bytes_out);
   void QueueWait(absl::Duration wait);
   // One launch: its size, stage times, and the bytes its kernel moved (for the achieved bandwidth).
-  void Launch(const std::string& device, int64_t rows, int64_t requests, const StageTimes& stages,
+  void Launch(absl::string_view device, int64_t rows, int64_t requests, const StageTimes& stages,
               int64_t kernel_bytes);
   void SetDeviceCopyBandwidth(const std::string& device, double bytes_per_second);
 
@@ -61,7 +67,27 @@ class ServerMetrics {
   }
 
  private:
+  // The series of one method: its duration histogram, and its request counter for each status code
+  // (made on first use, so that /metrics lists only the codes that happened).
+  struct MethodSeries {
+    prometheus::Histogram* duration = nullptr;
+    std::array<prometheus::Counter*, 17> by_code{};
+  };
+  // The series of one device: made on first use; stage and bandwidth histograms only once a launch
+  // has that stage, so that a CPU backend does not list empty h2d/kernel/d2h series.
+  struct DeviceSeries {
+    prometheus::Histogram* batch_rows = nullptr;
+    prometheus::Histogram* batch_requests = nullptr;
+    prometheus::Counter* launches = nullptr;
+    prometheus::Counter* rows = nullptr;
+    std::array<prometheus::Histogram*, 5> stages{};  // pack, h2d, kernel, d2h, cpu
+    prometheus::Histogram* kernel_bandwidth = nullptr;
+  };
+
   std::shared_ptr<prometheus::Registry> registry_;
+  absl::Mutex series_mu_;  // guards the two maps and the lazily filled pointers in their values
+  absl::node_hash_map<std::string, MethodSeries> methods_ ABSL_GUARDED_BY(series_mu_);
+  absl::node_hash_map<std::string, DeviceSeries> devices_ ABSL_GUARDED_BY(series_mu_);
   prometheus::Family<prometheus::Counter>* requests_total_;
   prometheus::Family<prometheus::Histogram>* request_duration_;
   prometheus::Histogram* queue_wait_;

@@ -37,7 +37,7 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
     if (metrics_ != nullptr) metrics_->inflight_requests().Decrement();
     inflight_.fetch_sub(1);
   };
-  worker->Enqueue(std::move(item));
+  worker->Submit(std::move(item));
   return absl::OkStatus();
 }
 

@@ -32,7 +32,7 @@ absl::Status WarmUpWorkers(const std::vector<std::unique_ptr<Worker>>& workers) 
       result = status;
       done.Notify();
     };
-    workers[w]->Enqueue(std::move(item));
+    workers[w]->Submit(std::move(item));
     done.WaitForNotification();
     if (!result.ok()) {
       return absl::Status(result.code(), absl::StrCat("warm-up on worker ", w, " (", workers[w]->executor().name(),

@@ -34,6 +34,10 @@ struct WorkItem {
   // normd's own start-up launch: computed like any request, but not a client's, so it stays out of
   // the per-request metrics (payload bytes, queue wait).
   bool is_warm_up = false;
+  // The submitting thread may compute this item itself when the worker is idle (see
+  // BatchExecutor::runs_on_caller_thread). Only where answering the item from inside the submit call
+  // is safe: the unary handler, which holds no lock of its own there (a stream's reactor does).
+  bool may_run_on_caller_thread = false;
   // True once the client has gone away; checked before any compute is spent on the item.
   std::function<bool()> is_cancelled;
   // Answers the client. Called exactly once, from any thread.

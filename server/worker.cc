@@ -28,7 +28,11 @@ Worker::Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits, Serv
 
 Worker::~Worker() { Stop(); }
 
-void Worker::Enqueue(std::unique_ptr<WorkItem> item) {
+void Worker::Submit(std::unique_ptr<WorkItem> item) {
+  if (TryClaimForCaller(*item)) {
+    RunOnCallerThread(std::move(item));
+    return;
+  }
   {
     absl::MutexLock lock(&mu_);
     if (!exited_) {
@@ -40,6 +44,29 @@ void Worker::Enqueue(std::unique_ptr<WorkItem> item) {
   }
   // Raced with Stop(): nobody is left to compute it, so answer it here rather than lose it.
   item->Complete(absl::UnavailableError("normd is shutting down and takes no new requests"));
+}
+
+bool Worker::TryClaimForCaller(const WorkItem& item) {
+  if (!item.may_run_on_caller_thread || !executor_->runs_on_caller_thread() ||
+      limits_.max_queue_delay > absl::ZeroDuration()) {
+    return false;
+  }
+  absl::MutexLock lock(&mu_);
+  if (!thread_idle_ || caller_running_ || !queue_.empty() || stopping_ || exited_) return false;
+  caller_running_ = true;
+  return true;
+}
+
+void Worker::RunOnCallerThread(std::unique_ptr<WorkItem> item) {
+  load_rows_.fetch_add(item->rows(), std::memory_order_relaxed);
+  WorkQueue one;
+  one.push_back(std::move(item));
+  InFlight run{TakeLaunch(one, limits_), absl::Now(), {}};
+  const absl::Status status = executor_->Start(run.launch, run.stages);
+  CompleteLaunch(run, status);
+  // Releasing the executor wakes the worker thread if requests queued up meanwhile.
+  absl::MutexLock lock(&mu_);
+  caller_running_ = false;
 }
 
 void Worker::Stop() {
@@ -61,9 +88,15 @@ void Worker::Loop() {
     {
       absl::MutexLock lock(&mu_);
       if (in_flight.empty()) {
+        // Idle: wait for work, and for a submitting thread to hand the executor back (on stopping too,
+        // so that the executor is not destroyed under it).
+        thread_idle_ = true;
         mu_.Await(absl::Condition(
-            +[](Worker* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->mu_) { return w->stopping_ || !w->queue_.empty(); },
+            +[](Worker* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->mu_) {
+              return !w->caller_running_ && (w->stopping_ || !w->queue_.empty());
+            },
             this));
+        thread_idle_ = false;
         if (queue_.empty()) {  // stopping, and everything accepted has been answered
           exited_ = true;
           return;
