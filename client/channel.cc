@@ -1,6 +1,8 @@
 #include "client/channel.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -13,6 +15,18 @@ std::string ConfigSeconds(absl::Duration d) { return absl::StrFormat("%.3fs", ab
 
 int ClampToInt(int64_t v) { return static_cast<int>(std::min<int64_t>(v, INT32_MAX)); }
 
+// The contents of a PEM file named by option `what`.
+absl::StatusOr<std::string> ReadPem(const char* what, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read '", path, "'"));
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (contents.str().find("-----BEGIN") == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": '", path, "' holds no PEM block"));
+  }
+  return contents.str();
+}
+
 }  // namespace
 
 std::string NormdServiceConfigJson(const ClientOptions& options) {
@@ -21,19 +35,47 @@ std::string NormdServiceConfigJson(const ClientOptions& options) {
   // gRPC never retries a call the application cancelled itself, so this only covers the server's side.
   // NormalizeStream is left out: a stream that has already seen responses cannot be replayed; the
   // StreamSession handles its own failures.
-  return absl::StrCat(
-      R"({"loadBalancingConfig":[{"round_robin":{}}],)",
-      R"("methodConfig":[{"name":[{"service":"normd.v1.Normalizer","method":"Normalize"},)",
+  const std::string methods = absl::StrCat(
+      R"("name":[{"service":"normd.v1.Normalizer","method":"Normalize"},)",
       R"({"service":"normd.v1.Normalizer","method":"RegisterWeight"},)",
       R"({"service":"normd.v1.Normalizer","method":"GetServerInfo"},)",
-      R"({"service":"grpc.health.v1.Health","method":"Check"}],)",
-      R"("retryPolicy":{"maxAttempts":)", std::clamp(options.max_attempts, 2, 5),
-      R"(,"initialBackoff":")", ConfigSeconds(options.initial_backoff), R"(","maxBackoff":")",
-      ConfigSeconds(options.max_backoff),
-      R"(","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE","CANCELLED"]}}]})");
+      R"({"service":"grpc.health.v1.Health","method":"Check"}])");
+  // max_attempts 1: no retry policy at all (every failure reaches the caller).
+  const std::string retry =
+      options.max_attempts <= 1
+          ? std::string()
+          : absl::StrCat(R"(,"retryPolicy":{"maxAttempts":)", std::min(options.max_attempts, 5),
+                         R"(,"initialBackoff":")", ConfigSeconds(options.initial_backoff), R"(","maxBackoff":")",
+                         ConfigSeconds(options.max_backoff),
+                         R"(","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE","CANCELLED"]})");
+  return absl::StrCat(R"({"loadBalancingConfig":[{"round_robin":{}}],"methodConfig":[{)", methods, retry, "}]}");
 }
 
-std::shared_ptr<grpc::Channel> MakeNormdChannel(const ClientOptions& options, int64_t max_request_bytes) {
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const ClientTlsOptions& tls) {
+  if (!tls.on()) return grpc::InsecureChannelCredentials();
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "tls: a client certificate needs its key and a key its certificate (--tls-cert with --tls-key)");
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!tls.ca_file.empty()) {
+    absl::StatusOr<std::string> roots = ReadPem("tls.ca_file (--tls-ca)", tls.ca_file);
+    if (!roots.ok()) return roots.status();
+    ssl.pem_root_certs = *std::move(roots);
+  }
+  if (!tls.cert_file.empty()) {
+    absl::StatusOr<std::string> cert = ReadPem("tls.cert_file (--tls-cert)", tls.cert_file);
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadPem("tls.key_file (--tls-key)", tls.key_file);
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *std::move(cert);
+    ssl.pem_private_key = *std::move(key);
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+std::shared_ptr<grpc::Channel> MakeNormdChannel(const ClientOptions& options, int64_t max_request_bytes,
+                                               std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(ClampToInt(max_request_bytes));
   // A response is at most twice its request (output + residual_out) plus a little framing.
@@ -52,7 +94,8 @@ std::shared_ptr<grpc::Channel> MakeNormdChannel(const ClientOptions& options, in
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               ClampToInt(absl::ToInt64Milliseconds(options.max_reconnect_backoff)));
   if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+  if (options.tls.on() && !options.tls.server_name.empty()) args.SetSslTargetNameOverride(options.tls.server_name);
+  return grpc::CreateCustomChannel(options.target, std::move(credentials), args);
 }
 
 }  // namespace normd

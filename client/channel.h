@@ -13,9 +13,26 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 namespace normd {
+
+// TLS towards a normd started with --tls-cert/--tls-key (and, for mutual TLS, --tls-client-ca). Off by
+// default: plaintext, as normd serves by default. Setting any of the files turns it on.
+struct ClientTlsOptions {
+  bool enabled = false;
+  // PEM certificates the server's certificate must chain to; empty: gRPC's default roots.
+  std::string ca_file;
+  // PEM certificate chain and private key the client presents (mutual TLS); both or neither.
+  std::string cert_file;
+  std::string key_file;
+  // The name checked against the server's certificate when it differs from the target's host (a
+  // certificate for "normd.internal" reached through an IP address). For tests and odd networks.
+  std::string server_name;
+
+  bool on() const { return enabled || !ca_file.empty() || !cert_file.empty() || !key_file.empty(); }
+};
 
 // normd's default --max-request-bytes; used when the server cannot be asked and no limit is given.
 inline constexpr int64_t kDefaultMaxRequestBytes = int64_t{256} << 20;
@@ -28,7 +45,7 @@ struct ClientOptions {
   // The largest request the channel will send. 0: ask the server (GetServerInfo.max_request_bytes) when
   // connecting, falling back to kDefaultMaxRequestBytes if it cannot be reached then.
   int64_t max_request_bytes = 0;
-  // Attempts per unary call for UNAVAILABLE, the first included (gRPC caps this at 5).
+  // Attempts per unary call for UNAVAILABLE, the first included (gRPC caps this at 5); 1 turns retries off.
   int max_attempts = 5;
   absl::Duration initial_backoff = absl::Milliseconds(20);
   absl::Duration max_backoff = absl::Seconds(1);
@@ -45,11 +62,17 @@ struct ClientOptions {
   // A connection of this channel's own instead of one shared with other channels to the same target
   // (load generators and tests that want several connections).
   bool own_connection = false;
+  ClientTlsOptions tls;
 };
+
+// The credentials `tls` asks for (insecure ones when it is off). Errors name the option and the file:
+// a key without a certificate, an unreadable or empty PEM file.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const ClientTlsOptions& tls);
 
 // The channel for `options` with `max_request_bytes` as the send limit (the receive limit is twice it:
 // a response carries output and residual_out).
-std::shared_ptr<grpc::Channel> MakeNormdChannel(const ClientOptions& options, int64_t max_request_bytes);
+std::shared_ptr<grpc::Channel> MakeNormdChannel(const ClientOptions& options, int64_t max_request_bytes,
+                                               std::shared_ptr<grpc::ChannelCredentials> credentials);
 
 // The JSON service config MakeNormdChannel installs (exposed for tests and for documentation).
 std::string NormdServiceConfigJson(const ClientOptions& options);

@@ -14,6 +14,7 @@
 #include "client/cli_flags.h"
 #include "client/normd_client.h"
 #include "client/npy.h"
+#include "client/tls_flags.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "normd address: HOST:PORT or dns:///HOST:PORT");
 ABSL_FLAG(std::string, input, "", "normalize: input .npy, [..., hidden]");
@@ -87,6 +88,7 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
   ClientOptions options;
   options.target = absl::GetFlag(FLAGS_target);
   options.default_deadline = absl::GetFlag(FLAGS_timeout);
+  options.tls = ClientTlsOptionsFromFlags();
   return Client::Connect(options);
 }
 

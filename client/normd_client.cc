@@ -115,7 +115,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   }
   if (options.max_request_bytes < 0) return absl::InvalidArgumentError("max_request_bytes must be >= 0");
   int64_t limit = options.max_request_bytes > 0 ? options.max_request_bytes : kDefaultMaxRequestBytes;
-  std::shared_ptr<grpc::Channel> channel = MakeNormdChannel(options, limit);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = MakeChannelCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  std::shared_ptr<grpc::Channel> channel = MakeNormdChannel(options, limit, *credentials);
   if (options.max_request_bytes == 0) {
     // Match the server's limit, so that an oversized request fails here, before it is sent.
     auto stub = normd::v1::Normalizer::NewStub(channel);
@@ -125,7 +127,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
     if (stub->GetServerInfo(&context, {}, &info).ok() && info.max_request_bytes() > 0 &&
         info.max_request_bytes() != limit) {
       limit = info.max_request_bytes();
-      channel = MakeNormdChannel(options, limit);
+      channel = MakeNormdChannel(options, limit, *credentials);
     }
   }
   return std::unique_ptr<Client>(new Client(std::move(options), std::move(channel), limit));

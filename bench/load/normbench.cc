@@ -24,6 +24,7 @@
 #include "bench/load/load_generator.h"
 #include "client/cli_flags.h"
 #include "client/normd_client.h"
+#include "client/tls_flags.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "the server measured (normd)");
 ABSL_FLAG(std::string, baseline, "", "optional: a second server measured alternately (normd-echo)");
@@ -196,6 +197,7 @@ int Run(int argc, char** argv) {
     ClientOptions options;
     options.target = address;
     options.own_connection = true;
+    options.tls = ClientTlsOptionsFromFlags();
     absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
     if (!client.ok()) {
       std::cerr << "normbench: " << role << ": " << client.status().message() << "\n";
