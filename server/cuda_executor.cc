@@ -12,15 +12,8 @@
 namespace normd {
 namespace {
 
-// Every region of a staging buffer starts on a 256-byte boundary, so that the kernels' 16-byte vector
-// accesses stay aligned whatever the sizes before it.
-constexpr int64_t kAlign = 256;
 // Staging starts at this size per slot and doubles (at least) when a larger launch comes.
 constexpr int64_t kInitialBufferBytes = int64_t{4} << 20;
-
-int64_t AlignUp(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
-
-char* At(void* base, int64_t offset) { return static_cast<char*>(base) + offset; }
 
 absl::Duration EventGap(cudaEvent_t from, cudaEvent_t to) {
   float ms = 0;
@@ -164,74 +157,18 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
   TrimWeightCache();
   Slot& slot = slots_[static_cast<size_t>(next_slot_)];
   const size_t n = launch.items.size();
-  const auto itemsize = static_cast<int64_t>(ItemSize(launch.dtype));
-
-  // Lay out the staging regions: [segment table][inline weights][inputs][residuals] going up and
-  // [outputs][residual_outs] coming down.
-  std::vector<int64_t> weight_at(n, -1), input_at(n), residual_at(n, -1);
-  std::vector<int64_t>& output_at = slot.output_at;
-  std::vector<int64_t>& residual_out_at = slot.residual_out_at;
-  output_at.assign(n, 0);
-  residual_out_at.assign(n, -1);
-  int64_t in_bytes = AlignUp(static_cast<int64_t>(n * sizeof(RmsNormSegment)));
-  for (size_t i = 0; i < n; ++i) {
-    const ValidatedRequest& r = launch.items[i]->request;
-    if (r.registered_weight == nullptr) {
-      weight_at[i] = in_bytes;
-      in_bytes += AlignUp(r.hidden * static_cast<int64_t>(ItemSize(r.weight_dtype)));
-    }
-  }
-  int64_t out_bytes = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t bytes = AlignUp(launch.items[i]->request.elements() * itemsize);
-    input_at[i] = in_bytes;
-    in_bytes += bytes;
-    output_at[i] = out_bytes;
-    out_bytes += bytes;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (launch.items[i]->request.residual == nullptr) continue;
-    const int64_t bytes = AlignUp(launch.items[i]->request.elements() * itemsize);
-    residual_at[i] = in_bytes;
-    in_bytes += bytes;
-    residual_out_at[i] = out_bytes;
-    out_bytes += bytes;
-  }
+  slot.layout = LayOutLaunch(launch);
+  const int64_t in_bytes = slot.layout.up_bytes;
+  const int64_t out_bytes = slot.layout.down_bytes;
   if (absl::Status s = Grow(slot.in, in_bytes); !s.ok()) return s;
   if (absl::Status s = Grow(slot.out, out_bytes); !s.ok()) return s;
-
   // Pack: each request's bytes are copied into pinned memory once; the table holds device pointers.
-  auto* table = reinterpret_cast<RmsNormSegment*>(slot.in.host);
-  int64_t first_row = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const ValidatedRequest& r = launch.items[i]->request;
-    const auto bytes = static_cast<size_t>(r.elements() * itemsize);
-    RmsNormSegment& seg = table[i];
-    seg = RmsNormSegment{};
-    std::memcpy(At(slot.in.host, input_at[i]), r.input, bytes);
-    seg.input = At(slot.in.dev, input_at[i]);
-    seg.output = At(slot.out.dev, output_at[i]);
-    if (r.residual != nullptr) {
-      std::memcpy(At(slot.in.host, residual_at[i]), r.residual, bytes);
-      seg.residual = At(slot.in.dev, residual_at[i]);
-      seg.residual_out = At(slot.out.dev, residual_out_at[i]);
-    }
-    if (r.registered_weight != nullptr) {
-      absl::StatusOr<const void*> dev_weight = DeviceWeight(*r.registered_weight);
-      if (!dev_weight.ok()) return dev_weight.status();
-      seg.weight = *dev_weight;
-    } else {
-      std::memcpy(At(slot.in.host, weight_at[i]), r.weight,
-                  static_cast<size_t>(r.hidden * static_cast<int64_t>(ItemSize(r.weight_dtype))));
-      seg.weight = At(slot.in.dev, weight_at[i]);
-    }
-    seg.weight_dtype = r.weight_dtype;
-    seg.first_row = first_row;
-    seg.rows = r.rows;
-    seg.eps = r.eps;
-    seg.weight_offset = r.weight_offset;
-    first_row += r.rows;
+  if (absl::Status s = PackLaunch(launch, slot.layout, slot.in.host, slot.in.dev, slot.out.dev,
+                                  [this](const RegisteredWeight& w) { return DeviceWeight(w); });
+      !s.ok()) {
+    return s;
   }
+  const auto* table = static_cast<const RmsNormSegment*>(slot.in.host);
   stages.pack += absl::Now() - pack_start;
 
   // Up, compute, down: all on this worker's stream, timed by events.
@@ -285,13 +222,7 @@ absl::Status CudaExecutor::Finish(const Launch& launch, StageTimes& stages) {
 
   // Unpack: each request's bytes are copied out of pinned memory once, from where Start laid them.
   const absl::Time unpack_start = absl::Now();
-  const auto itemsize = static_cast<int64_t>(ItemSize(launch.dtype));
-  for (size_t i = 0; i < launch.items.size(); ++i) {
-    const WorkItem& item = *launch.items[i];
-    const auto bytes = static_cast<size_t>(item.request.elements() * itemsize);
-    std::memcpy(item.output, At(slot.out.host, slot.output_at[i]), bytes);
-    if (slot.residual_out_at[i] >= 0) std::memcpy(item.residual_out, At(slot.out.host, slot.residual_out_at[i]), bytes);
-  }
+  UnpackLaunch(launch, slot.layout, slot.out.host);
   // Host staging copies, both ways, count as the pack stage.
   stages.pack += absl::Now() - unpack_start;
   return absl::OkStatus();

@@ -22,6 +22,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "server/batch_executor.h"
+#include "server/staging_layout.h"
 
 namespace normd {
 
@@ -53,9 +54,8 @@ class CudaExecutor : public BatchExecutor {
   struct Slot {
     Buffer in;   // segment table, inline weights, inputs, residuals
     Buffer out;  // outputs, residual_outs
-    // Where Start put each request's output and residual_out in `out` (-1: no residual), for Finish.
-    std::vector<int64_t> output_at;
-    std::vector<int64_t> residual_out_at;
+    // Where Start put each request in `in` and `out`; Finish unpacks the outputs from there.
+    StagingLayout layout;
     std::array<cudaEvent_t, 4> events{};  // before h2d, after h2d, after kernel, after d2h
   };
   struct CachedWeight {

@@ -1,0 +1,102 @@
+#include "server/staging_layout.h"
+
+#include <cstring>
+
+namespace normd {
+namespace {
+
+int64_t AlignUp(int64_t v) { return (v + kStagingAlign - 1) / kStagingAlign * kStagingAlign; }
+
+char* At(void* base, int64_t offset) { return static_cast<char*>(base) + offset; }
+const char* At(const void* base, int64_t offset) { return static_cast<const char*>(base) + offset; }
+
+}  // namespace
+
+StagingLayout LayOutLaunch(const Launch& launch) {
+  const size_t n = launch.items.size();
+  const auto itemsize = static_cast<int64_t>(ItemSize(launch.dtype));
+  StagingLayout layout;
+  layout.weight_at.assign(n, -1);
+  layout.input_at.assign(n, 0);
+  layout.residual_at.assign(n, -1);
+  layout.output_at.assign(n, 0);
+  layout.residual_out_at.assign(n, -1);
+  int64_t up = AlignUp(static_cast<int64_t>(n * sizeof(RmsNormSegment)));
+  for (size_t i = 0; i < n; ++i) {
+    const ValidatedRequest& r = launch.items[i]->request;
+    if (r.registered_weight == nullptr) {
+      layout.weight_at[i] = up;
+      up += AlignUp(r.hidden * static_cast<int64_t>(ItemSize(r.weight_dtype)));
+    }
+  }
+  int64_t down = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t bytes = AlignUp(launch.items[i]->request.elements() * itemsize);
+    layout.input_at[i] = up;
+    up += bytes;
+    layout.output_at[i] = down;
+    down += bytes;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (launch.items[i]->request.residual == nullptr) continue;
+    const int64_t bytes = AlignUp(launch.items[i]->request.elements() * itemsize);
+    layout.residual_at[i] = up;
+    up += bytes;
+    layout.residual_out_at[i] = down;
+    down += bytes;
+  }
+  layout.up_bytes = up;
+  layout.down_bytes = down;
+  return layout;
+}
+
+absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void* up_host, const void* up_device,
+                        void* down_device, const DeviceWeightLookup& device_weight) {
+  const auto itemsize = static_cast<int64_t>(ItemSize(launch.dtype));
+  auto* table = static_cast<RmsNormSegment*>(up_host);
+  int64_t first_row = 0;
+  for (size_t i = 0; i < launch.items.size(); ++i) {
+    const ValidatedRequest& r = launch.items[i]->request;
+    const auto bytes = static_cast<size_t>(r.elements() * itemsize);
+    RmsNormSegment seg{};
+    std::memcpy(At(up_host, layout.input_at[i]), r.input, bytes);
+    seg.input = At(up_device, layout.input_at[i]);
+    seg.output = At(down_device, layout.output_at[i]);
+    if (r.residual != nullptr) {
+      std::memcpy(At(up_host, layout.residual_at[i]), r.residual, bytes);
+      seg.residual = At(up_device, layout.residual_at[i]);
+      seg.residual_out = At(down_device, layout.residual_out_at[i]);
+    }
+    if (r.registered_weight != nullptr) {
+      absl::StatusOr<const void*> weight = device_weight(*r.registered_weight);
+      if (!weight.ok()) return weight.status();
+      seg.weight = *weight;
+    } else {
+      std::memcpy(At(up_host, layout.weight_at[i]), r.weight,
+                  static_cast<size_t>(r.hidden * static_cast<int64_t>(ItemSize(r.weight_dtype))));
+      seg.weight = At(up_device, layout.weight_at[i]);
+    }
+    seg.weight_dtype = r.weight_dtype;
+    seg.first_row = first_row;
+    seg.rows = r.rows;
+    seg.eps = r.eps;
+    seg.weight_offset = r.weight_offset;
+    first_row += r.rows;
+    table[i] = seg;
+  }
+  return absl::OkStatus();
+}
+
+void UnpackLaunch(const Launch& launch, const StagingLayout& layout, const void* down_host) {
+  const auto itemsize = static_cast<int64_t>(ItemSize(launch.dtype));
+  for (size_t i = 0; i < launch.items.size(); ++i) {
+    const WorkItem& item = *launch.items[i];
+    const auto bytes = static_cast<size_t>(item.request.elements() * itemsize);
+    std::memcpy(item.output, At(down_host, layout.output_at[i]), bytes);
+    if (layout.residual_out_at[i] >= 0) {
+      std::memcpy(item.residual_out, At(down_host, layout.residual_out_at[i]), bytes);
+    }
+  }
+}
+
+}  // namespace normd
