@@ -8,6 +8,8 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libssl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev
   python3 procps
+  # the fuzz targets (tests/fuzz): clang with libFuzzer; the plot script of normbench (and its test)
+  clang-14 libclang-rt-14-dev python3-matplotlib
   # the TLS tests make a throwaway CA and certificates at test time
   openssl
   # the deploy checks (tests/deploy): promtool and the server, yamllint, docker-compose config

@@ -3,6 +3,8 @@
 # Release, CUDA code compiled for sm_90a when nvcc is found) and runs every test with CTest.
 # Tests that need a GPU skip, saying why, on a machine without one.
 #
+# Then the libFuzzer targets run for NORMD_FUZZ_SECONDS each (default 30; CI: 60).
+#
 # NORMD_CI_SANITIZERS=1 (set by .ci/run) also builds the CPU-only `asan` preset (AddressSanitizer +
 # UBSan) and runs the unit and integration tests under it: about 5 min of build and 2.5 min of tests
 # on two cores (docs/RELIABILITY.md has the figures). NORMD_CI_TSAN=1 adds the `tsan` preset over the
@@ -15,6 +17,17 @@ jobs=$(nproc)
 cmake --preset ci
 cmake --build --preset ci -j "$jobs"
 ctest --preset ci -j "$jobs"
+
+# The fuzz targets (clang, ASan + UBSan, libFuzzer) for a bounded time each from the committed seed
+# corpus; a crash fails the run. NORMD_FUZZ_SECONDS=0 skips them.
+fuzz_seconds=${NORMD_FUZZ_SECONDS:-30}
+if [[ "$fuzz_seconds" != 0 ]]; then
+  start=$SECONDS
+  cmake --preset fuzz
+  cmake --build --preset fuzz -j "$jobs"
+  echo "test.sh: fuzz build took $((SECONDS - start)) s"
+  bash tests/fuzz/run_fuzzers.sh build/fuzz "$fuzz_seconds"
+fi
 
 if [[ "${NORMD_CI_SANITIZERS:-0}" == 1 ]]; then
   # halt_on_error: the first report fails the test that caused it. detect_leaks stays on for ASan.

@@ -1,0 +1,107 @@
+// Failover (issue 7): three normd processes behind one client target with round_robin; one of them is
+// SIGKILLed (no drain, connections cut) while eight callers keep calls in flight.
+//  - With the client's retry policy (the default) no call fails: a call cut by the kill is retried
+//    on another replica.
+//  - With retries off (max_attempts 1) the only calls that fail are those in flight on the killed
+//    process: at most one per caller, all UNAVAILABLE, and none once the kill is past.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <csignal>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/normd_client.h"
+#include "tests/client/client_test_util.h"
+#include "tests/integration/normd_process.h"
+
+namespace normd::testing {
+namespace {
+
+constexpr int kCallers = 8;
+
+struct Outcome {
+  int ok_before_kill = 0;
+  int ok_after_kill = 0;
+  int failed = 0;
+  int failed_late = 0;  // failures of calls started more than 1 s after the kill
+  std::vector<absl::StatusCode> codes;
+  std::string first_error;
+};
+
+Outcome RunAndKillOne(int max_attempts) {
+  NormdProcess replicas[3];
+  for (NormdProcess& r : replicas) {
+    EXPECT_TRUE(r.Start({"--backend=cpu", "--cpu-threads=1"}).ok()) << r.log();
+  }
+  ClientOptions options;
+  options.target = absl::StrCat("ipv4:127.0.0.1:", replicas[0].port(), ",127.0.0.1:", replicas[1].port(),
+                                ",127.0.0.1:", replicas[2].port());
+  options.default_deadline = absl::Seconds(20);
+  options.max_attempts = max_attempts;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  if (!client.ok()) return {};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> x(16 * 1024), w(1024);
+  for (float& v : x) v = dist(rng);
+  for (float& v : w) v = dist(rng);
+  absl::StatusOr<PreparedRequest> prepared = (*client)->Prepare(TensorView::Float32(x, {16, 1024}), TensorView::Float32(w));
+  EXPECT_TRUE(prepared.ok());
+
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> killed_at_ns{0};
+  std::mutex mu;
+  Outcome out;
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kCallers; ++t) {
+    callers.emplace_back([&] {
+      while (!stop) {
+        const int64_t started = absl::GetCurrentTimeNanos();
+        absl::StatusOr<NormalizeResult> r = (*client)->Normalize(*prepared);
+        std::lock_guard<std::mutex> lock(mu);
+        const int64_t kill = killed_at_ns.load();
+        if (r.ok()) {
+          EXPECT_EQ(CheckResult(*prepared, *r), "");
+          (kill == 0 ? out.ok_before_kill : out.ok_after_kill)++;
+        } else {
+          ++out.failed;
+          out.codes.push_back(r.status().code());
+          if (kill != 0 && started > kill + 1'000'000'000) ++out.failed_late;
+          if (out.first_error.empty()) out.first_error = r.status().ToString();
+        }
+      }
+    });
+  }
+  absl::SleepFor(absl::Seconds(1));
+  killed_at_ns = absl::GetCurrentTimeNanos();
+  EXPECT_EQ(replicas[1].StopWith(SIGKILL), SIGKILL);  // waitpid status of a SIGKILLed process
+  absl::SleepFor(absl::Seconds(2));
+  stop = true;
+  for (auto& t : callers) t.join();
+  return out;
+}
+
+TEST(FailoverTest, WithRetriesNoCallFailsWhenAReplicaIsKilled) {
+  const Outcome out = RunAndKillOne(/*max_attempts=*/5);
+  EXPECT_EQ(out.failed, 0) << out.first_error;
+  EXPECT_GT(out.ok_before_kill, 0);
+  EXPECT_GT(out.ok_after_kill, 0);
+}
+
+TEST(FailoverTest, WithoutRetriesOnlyCallsInFlightOnTheKilledReplicaFail) {
+  const Outcome out = RunAndKillOne(/*max_attempts=*/1);
+  EXPECT_LE(out.failed, kCallers) << out.first_error;  // at most the calls in flight at the kill
+  EXPECT_EQ(out.failed_late, 0) << out.first_error;
+  for (absl::StatusCode code : out.codes) EXPECT_EQ(code, absl::StatusCode::kUnavailable) << out.first_error;
+  EXPECT_GT(out.ok_before_kill, 0);
+  EXPECT_GT(out.ok_after_kill, 0);
+}
+
+}  // namespace
+}  // namespace normd::testing

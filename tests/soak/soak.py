@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Soak test of normd (issue 7): mixed shapes at about 70% of capacity for a number of periods.
+
+Starts normd (CPU backend unless --backend), measures its capacity for each of three shapes with a
+closed-loop normbench run, then offers Poisson arrivals at 70% of capacity split over the three shapes,
+one normbench per shape running side by side, for --periods periods of --period seconds each. After
+every period it reads normd's resident memory from /proc. Checks, as issue 7 words them:
+  - zero errors;
+  - resident memory growth under 5% from the end of the first period (warm-up) to the end;
+  - p99 latency stable: the last period's p99 within --p99-tolerance of the first's, per shape.
+The full run is 10 periods of 60 s (outside CI, results in docs/RELIABILITY.md); CI runs 6 of 10 s.
+
+    python3 tests/soak/soak.py --build=build/cpu --periods=10 --period=60 --out=/tmp/soak
+"""
+import argparse
+import csv
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+SHAPES = [  # (rows, hidden, dtype, extra normbench flags)
+    (1, 4096, "bf16", []),
+    (8, 4096, "fp16", ["--residual"]),
+    (64, 1024, "fp32", ["--weight-id"]),
+]
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return -1
+
+
+def normbench(args, target, shape, extra, csv_path):
+    rows, hidden, dtype, flags = shape
+    cmd = [os.path.join(args.build, "bench/load/normbench"), f"--target={target}", f"--rows={rows}",
+           f"--hidden={hidden}", f"--dtype={dtype}", f"--csv={csv_path}"] + flags + extra
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def read_row(path):
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["server"] == "target"]
+    return rows[-1]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default="build/cpu")
+    p.add_argument("--backend", default="cpu")
+    p.add_argument("--periods", type=int, default=10)
+    p.add_argument("--period", type=float, default=60.0, help="seconds")
+    p.add_argument("--load", type=float, default=0.7, help="fraction of the measured capacity offered")
+    p.add_argument("--p99-tolerance", type=float, default=0.20)
+    p.add_argument("--p99-window", type=int, default=1,
+                   help="compare the median p99 of this many first periods with that of as many last ones")
+    p.add_argument("--rss-tolerance", type=float, default=0.05)
+    p.add_argument("--out", default="/tmp/normd-soak")
+    args = p.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+
+    log = open(os.path.join(args.out, "normd.log"), "w")
+    normd = subprocess.Popen([os.path.join(args.build, "server/normd"), f"--backend={args.backend}",
+                              "--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0"],
+                             stdout=log, stderr=subprocess.STDOUT)
+    target = None
+    for _ in range(300):
+        time.sleep(0.1)
+        m = re.search(r"listening on (\S+)", open(os.path.join(args.out, "normd.log")).read())
+        if m:
+            target = m.group(1)
+            break
+    if target is None:
+        normd.kill()
+        sys.exit("soak: normd did not start; see " + os.path.join(args.out, "normd.log"))
+    failures = []
+    report = []
+    try:
+        # Capacity of each shape alone, closed loop.
+        rates = []
+        for i, shape in enumerate(SHAPES):
+            path = os.path.join(args.out, f"capacity_{i}.csv")
+            b = normbench(args, target, shape, ["--concurrency=16", "--duration=3s", "--warmup=1s"], path)
+            _, err = b.communicate()
+            if b.returncode != 0:
+                sys.exit(f"soak: capacity run failed: {err}")
+            capacity = float(read_row(path)["throughput_rps"])
+            rates.append(max(1.0, args.load * capacity / len(SHAPES)))
+            report.append(f"capacity {shape[0]}x{shape[1]} {shape[2]}: {capacity:.0f} req/s alone; "
+                          f"offered {rates[-1]:.0f} req/s in the soak")
+        # The soak: the three shapes side by side, one normbench each, period by period.
+        periods = []
+        for k in range(args.periods):
+            procs = []
+            for i, shape in enumerate(SHAPES):
+                path = os.path.join(args.out, f"period{k}_shape{i}.csv")
+                extra = [f"--request-rate={rates[i]:.1f}", "--arrivals=poisson", f"--duration={args.period}s",
+                         "--warmup=0s", "--window=1s", "--stability=0"]
+                procs.append((path, normbench(args, target, shape, extra, path)))
+            rows = []
+            for path, proc in procs:
+                _, err = proc.communicate()
+                if proc.returncode != 0:
+                    failures.append(f"period {k}: normbench failed: {err.strip()[-300:]}")
+                    rows.append(None)
+                else:
+                    rows.append(read_row(path))
+            rss = rss_bytes(normd.pid)
+            periods.append((rows, rss))
+            errors = sum(int(r["errors"]) for r in rows if r)
+            line = f"period {k}: rss {rss / 2**20:.1f} MiB, errors {errors}, " + ", ".join(
+                f"{SHAPES[i][0]}x{SHAPES[i][1]} {SHAPES[i][2]}: {float(r['throughput_rps']):.0f} req/s "
+                f"p50 {float(r['p50_us']):.0f} p99 {float(r['p99_us']):.0f} us" for i, r in enumerate(rows) if r)
+            print(line, flush=True)
+            report.append(line)
+            if errors:
+                failures.append(f"period {k}: {errors} errors")
+            if normd.poll() is not None:
+                failures.append(f"normd exited during period {k} ({normd.returncode})")
+                break
+        if len(periods) >= 2:
+            rss_warm, rss_end = periods[0][1], periods[-1][1]
+            growth = (rss_end - rss_warm) / rss_warm
+            report.append(f"resident memory after warm-up {rss_warm / 2**20:.1f} MiB, at the end "
+                          f"{rss_end / 2**20:.1f} MiB: growth {100 * growth:+.1f}% (bound {100 * args.rss_tolerance:.0f}%)")
+            if growth > args.rss_tolerance:
+                failures.append(f"resident memory grew {100 * growth:.1f}%")
+            w = max(1, min(args.p99_window, len(periods) // 2))
+            for i, shape in enumerate(SHAPES):
+                firsts = [float(p[0][i]["p99_us"]) for p in periods[:w] if p[0][i]]
+                lasts = [float(p[0][i]["p99_us"]) for p in periods[-w:] if p[0][i]]
+                if not firsts or not lasts:
+                    continue
+                p99_first, p99_last = statistics.median(firsts), statistics.median(lasts)
+                drift = (p99_last - p99_first) / p99_first
+                which = "period" if w == 1 else f"{w} periods (median)"
+                report.append(f"p99 {shape[0]}x{shape[1]} {shape[2]}: first {which} {p99_first:.0f} us, last "
+                              f"{p99_last:.0f} us: {100 * drift:+.1f}% (bound ±{100 * args.p99_tolerance:.0f}%)")
+                if abs(drift) > args.p99_tolerance:
+                    failures.append(f"p99 of {shape[0]}x{shape[1]} {shape[2]} moved {100 * drift:+.1f}%")
+    finally:
+        normd.send_signal(signal.SIGTERM)
+        try:
+            normd.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            normd.kill()
+            failures.append("normd did not exit within 60 s of SIGTERM")
+    report.append("result: " + ("PASS" if not failures else "FAIL: " + "; ".join(failures)))
+    with open(os.path.join(args.out, "soak.md"), "w") as f:
+        f.write("\n".join(report) + "\n")
+    print("\n".join(report[-6:]))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
