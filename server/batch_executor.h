@@ -40,9 +40,9 @@ class BatchExecutor {
   // How many launches may be started and not yet finished.
   virtual int max_in_flight() const { return 1; }
 
-  // True when a launch is cheap and synchronous enough that the thread submitting a request may run it
-  // itself while the worker thread is idle (the CPU executor): that saves two thread hand-offs per
-  // request at low load. The worker still never lets two threads use the executor at once.
+  // True when the thread submitting a request may run its launch itself (Start, then Finish) while the
+  // worker thread is idle: that saves two thread hand-offs per request at low load. The worker still
+  // never lets two threads use the executor at once.
   virtual bool runs_on_caller_thread() const { return false; }
 
   // False once the executor has hit an error it cannot recover from (a sticky CUDA error): the

@@ -38,6 +38,9 @@ class CudaExecutor : public BatchExecutor {
   absl::Status Start(const Launch& launch, StageTimes& stages) override;
   absl::Status Finish(const Launch& launch, StageTimes& stages) override;
   int max_in_flight() const override { return kSlots; }
+  // An idle worker lets the submitting thread run a launch start to finish (one request: pack, copy
+  // up, kernel, copy down, unpack); see Worker. Start and Finish select this GPU on whatever thread.
+  bool runs_on_caller_thread() const override { return true; }
   bool healthy() const override { return healthy_; }
   std::string name() const override;
   std::string device() const override { return std::to_string(device_); }

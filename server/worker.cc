@@ -62,7 +62,9 @@ void Worker::RunOnCallerThread(std::unique_ptr<WorkItem> item) {
   WorkQueue one;
   one.push_back(std::move(item));
   InFlight run{TakeLaunch(one, limits_), absl::Now(), {}};
-  const absl::Status status = executor_->Start(run.launch, run.stages);
+  absl::Status status = executor_->Start(run.launch, run.stages);
+  // A two-phase executor (CUDA) is finished right here: nothing else is in flight on it.
+  if (status.ok() && executor_->max_in_flight() > 1) status = executor_->Finish(run.launch, run.stages);
   CompleteLaunch(run, status);
   // Releasing the executor wakes the worker thread if requests queued up meanwhile.
   absl::MutexLock lock(&mu_);

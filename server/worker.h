@@ -5,7 +5,7 @@
 // batch_former.h for the rules). Each request is answered from this thread as soon as its launch ends.
 //
 // The shortcut: when the thread is idle, the queue is empty, batching does not wait
-// (--max-queue-delay-us = 0) and the executor allows it (the CPU backend), a request that allows it is
+// (--max-queue-delay-us = 0) and the executor allows it (CPU and CUDA do), a request that allows it is
 // computed and answered on the thread that submits it, as a launch of one. At low load that is what the
 // worker thread would have done anyway, minus two thread wake-ups (half of a small request's latency on
 // a 2-core machine). Requests arriving meanwhile queue up and go out batched as usual.

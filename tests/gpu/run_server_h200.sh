@@ -35,7 +35,8 @@ if has serve; then
   normd-echo --listen=127.0.0.1:50052 2>"$OUT/echo.log" &
   echo_pid=$!
   wait_serving "$OUT/normd.log" "normd serving" && wait_serving "$OUT/echo.log" "listening on"
-  for shape in "1 1,8,64,256" "64 1,8,64,256" "4096 1,8,64"; do
+  for shape in ${SERVE_SHAPES:-"1:1,8,64,256" "64:1,8,64,256" "4096:1,8,64"}; do
+    shape=${shape/:/ }
     set -- $shape
     for mode in plain residual; do
       flag=""; [[ $mode == residual ]] && flag=--residual
