@@ -277,6 +277,15 @@ HWY_INLINE float Sweep(bool scale, const Row<T> cur, float inv_rms, bool sum, co
   for (size_t i = 0; i < peel; ++i) ScaleScalar<T, kResidual>(cur, inv_rms, c, i);
 
   VF acc0 = hn::Zero(df), acc1 = hn::Zero(df), acc2 = hn::Zero(df), acc3 = hn::Zero(df);
+  // Pass 1 over the four vector blocks from column m, one accumulator each.
+  auto sum_four = [&](size_t m) HWY_ATTR {
+    const VF h0 = LoadH<T, kResidual>(next, m), h1 = LoadH<T, kResidual>(next, m + n);
+    const VF h2 = LoadH<T, kResidual>(next, m + 2 * n), h3 = LoadH<T, kResidual>(next, m + 3 * n);
+    acc0 = hn::MulAdd(h0, h0, acc0);
+    acc1 = hn::MulAdd(h1, h1, acc1);
+    acc2 = hn::MulAdd(h2, h2, acc2);
+    acc3 = hn::MulAdd(h3, h3, acc3);
+  };
   const size_t fused4 = std::min(scale_blocks / 4 * 4, sum_blocks4);
   size_t k = 0;
   for (; k < fused4; k += 4) {
@@ -289,26 +298,13 @@ HWY_INLINE float Sweep(bool scale, const Row<T> cur, float inv_rms, bool sum, co
     }
     ScaleVectorPair<T, kResidual>(cur, inv_rms_v, c, kStream, stream_r_out, s);
     ScaleVectorPair<T, kResidual>(cur, inv_rms_v, c, kStream, stream_r_out, s + 2 * n);
-    const VF h0 = LoadH<T, kResidual>(next, m), h1 = LoadH<T, kResidual>(next, m + n);
-    const VF h2 = LoadH<T, kResidual>(next, m + 2 * n), h3 = LoadH<T, kResidual>(next, m + 3 * n);
-    acc0 = hn::MulAdd(h0, h0, acc0);
-    acc1 = hn::MulAdd(h1, h1, acc1);
-    acc2 = hn::MulAdd(h2, h2, acc2);
-    acc3 = hn::MulAdd(h3, h3, acc3);
+    sum_four(m);
   }
   // Whatever one pass has left after the fused part.
   for (size_t j = k; j < scale_blocks; ++j) {
     ScaleVector<T, kResidual>(cur, inv_rms_v, c, kStream, stream_r_out, peel + j * n);
   }
-  for (size_t j = k; j < sum_blocks4; j += 4) {
-    const size_t m = j * n;
-    const VF h0 = LoadH<T, kResidual>(next, m), h1 = LoadH<T, kResidual>(next, m + n);
-    const VF h2 = LoadH<T, kResidual>(next, m + 2 * n), h3 = LoadH<T, kResidual>(next, m + 3 * n);
-    acc0 = hn::MulAdd(h0, h0, acc0);
-    acc1 = hn::MulAdd(h1, h1, acc1);
-    acc2 = hn::MulAdd(h2, h2, acc2);
-    acc3 = hn::MulAdd(h3, h3, acc3);
-  }
+  for (size_t j = k; j < sum_blocks4; j += 4) sum_four(j * n);
   for (size_t j = sum_blocks4; j < sum_blocks; ++j) {
     const VF h = LoadH<T, kResidual>(next, j * n);
     acc0 = hn::MulAdd(h, h, acc0);
