@@ -56,6 +56,10 @@ void SigtermUnderLoadOnce(absl::Duration load_for) {
       }
     });
   }
+  // Load is on once requests come back (a sanitizer build takes a while to answer the first ones);
+  // SIGTERM then lands `load_for` into it.
+  const absl::Time first_deadline = absl::Now() + absl::Seconds(30);
+  while (ok.load() == 0 && absl::Now() < first_deadline) absl::SleepFor(absl::Milliseconds(5));
   absl::SleepFor(load_for);
   const int ok_before = ok.load();
   const int exit_status = server.StopWith(SIGTERM);
