@@ -17,21 +17,16 @@ import argparse
 import csv
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
 import time
 
+from normd_run import rss_bytes, start_normd, stop_normd
+
 SHAPE = ["--rows=16", "--hidden=4096", "--dtype=bf16"]  # 128 KiB requests
 
 
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return -1
 
 
 def bench(args, target, extra, name):
@@ -57,20 +52,8 @@ def main():
     p.add_argument("--out", default="/tmp/normd-overload")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    log_path = os.path.join(args.out, "normd.log")
-    normd = subprocess.Popen([os.path.join(args.build, "server/normd"), "--backend=cpu", "--listen=127.0.0.1:0",
-                              "--metrics-listen=127.0.0.1:0", f"--max-queue-bytes={args.max_queue_mib << 20}"],
-                             stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
-    target = None
-    for _ in range(300):
-        time.sleep(0.1)
-        m = re.search(r"listening on (\S+)", open(log_path).read())
-        if m:
-            target = m.group(1)
-            break
-    if target is None:
-        normd.kill()
-        sys.exit("overload: normd did not start")
+    normd, target = start_normd(args.build, args.out,
+                                ["--backend=cpu", f"--max-queue-bytes={args.max_queue_mib << 20}"], "overload")
     failures, report = [], []
     try:
         rss_idle = rss_bytes(normd.pid)
@@ -119,11 +102,7 @@ def main():
         if normd.poll() is not None:
             failures.append(f"normd exited ({normd.returncode})")
     finally:
-        normd.send_signal(signal.SIGTERM)
-        try:
-            normd.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            normd.kill()
+        stop_normd(normd)
     report.append("result: " + ("PASS" if not failures else "FAIL: " + "; ".join(failures)))
     open(os.path.join(args.out, "overload.md"), "w").write("\n".join(report) + "\n")
     print("\n".join(report))

@@ -15,12 +15,12 @@ The full run is 10 periods of 60 s (outside CI, results in docs/RELIABILITY.md);
 import argparse
 import csv
 import os
-import re
-import signal
 import statistics
 import subprocess
 import sys
 import time
+
+from normd_run import rss_bytes, start_normd, stop_normd
 
 SHAPES = [  # (rows, hidden, dtype, extra normbench flags)
     (1, 4096, "bf16", []),
@@ -29,12 +29,6 @@ SHAPES = [  # (rows, hidden, dtype, extra normbench flags)
 ]
 
 
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return -1
 
 
 def normbench(args, target, shape, extra, csv_path):
@@ -67,20 +61,7 @@ def main():
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
-    log = open(os.path.join(args.out, "normd.log"), "w")
-    normd = subprocess.Popen([os.path.join(args.build, "server/normd"), f"--backend={args.backend}",
-                              "--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0"],
-                             stdout=log, stderr=subprocess.STDOUT)
-    target = None
-    for _ in range(300):
-        time.sleep(0.1)
-        m = re.search(r"listening on (\S+)", open(os.path.join(args.out, "normd.log")).read())
-        if m:
-            target = m.group(1)
-            break
-    if target is None:
-        normd.kill()
-        sys.exit("soak: normd did not start; see " + os.path.join(args.out, "normd.log"))
+    normd, target = start_normd(args.build, args.out, [f"--backend={args.backend}"], "soak")
     failures = []
     report = []
     try:
@@ -148,11 +129,7 @@ def main():
                 if abs(drift) > args.p99_tolerance and not args.errors_only:
                     failures.append(f"p99 of {shape[0]}x{shape[1]} {shape[2]} moved {100 * drift:+.1f}%")
     finally:
-        normd.send_signal(signal.SIGTERM)
-        try:
-            normd.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            normd.kill()
+        if not stop_normd(normd):
             failures.append("normd did not exit within 60 s of SIGTERM")
     report.append("result: " + ("PASS" if not failures else "FAIL: " + "; ".join(failures)))
     with open(os.path.join(args.out, "soak.md"), "w") as f:

@@ -1,0 +1,44 @@
+"""What soak.py and overload.py share: starting normd on a free loopback port, reading its resident
+memory, and stopping it with a drain."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+
+def start_normd(build, out, extra_flags, who):
+    """Starts build/server/normd with `extra_flags`, logging to out/normd.log; returns (process, HOST:PORT)
+    once it logs "listening on", or exits the script with a message naming `who`."""
+    log_path = os.path.join(out, "normd.log")
+    normd = subprocess.Popen([os.path.join(build, "server/normd"), "--listen=127.0.0.1:0",
+                              "--metrics-listen=127.0.0.1:0"] + extra_flags,
+                             stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    for _ in range(300):
+        time.sleep(0.1)
+        m = re.search(r"listening on (\S+)", open(log_path).read())
+        if m:
+            return normd, m.group(1)
+    normd.kill()
+    sys.exit(f"{who}: normd did not start; see {log_path}")
+
+
+def stop_normd(normd):
+    """SIGTERM (normd drains), then SIGKILL after 60 s; True if it exited within the 60 s."""
+    normd.send_signal(signal.SIGTERM)
+    try:
+        normd.wait(timeout=60)
+        return True
+    except subprocess.TimeoutExpired:
+        normd.kill()
+        return False
+
+
+def rss_bytes(pid):
+    """Resident set size of a process from /proc, or -1."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return -1
