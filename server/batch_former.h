@@ -28,6 +28,10 @@ struct BatchLimits {
   int64_t max_rows = 8192;
   int64_t max_bytes = int64_t{256} << 20;
   absl::Duration max_queue_delay = absl::ZeroDuration();
+  // An executor that can run several launches at once (CUDA) starts another while one is in flight
+  // only if the queue holds at least this many payload bytes: overlapping pays for large copies, while
+  // small requests do better waiting for the running launch and going out together in the next.
+  int64_t overlap_min_bytes = 0;
 };
 
 // One kernel launch's worth of requests: all of one dtype and hidden size.

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -64,6 +65,53 @@ double MeasureDeviceCopyBytesPerSecond(int device) {
   return ms[2] > 0 ? 2.0 * kBytes / (ms[2] * 1e-3) : 0;
 }
 
+struct HostLinkBandwidth {
+  double h2d = 0;  // bytes per second, pinned host memory to device
+  double d2h = 0;
+};
+
+// Copies of 64 MiB between pinned host memory and the device each way, median of 5 after a warm-up:
+// the PCIe (or C2C) rate that large requests' transfers can reach, against which the pipelined
+// launches' device time is judged (docs/BENCHMARKS.md).
+HostLinkBandwidth MeasureHostLinkBandwidth(int device) {
+  constexpr size_t kBytes = size_t{64} << 20;
+  cudaSetDevice(device);
+  void *host = nullptr, *dev = nullptr;
+  HostLinkBandwidth result;
+  if (cudaHostAlloc(&host, kBytes, cudaHostAllocDefault) != cudaSuccess) return result;
+  if (cudaMalloc(&dev, kBytes) != cudaSuccess) {
+    cudaFreeHost(host);
+    return result;
+  }
+  std::memset(host, 1, kBytes);
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  auto median_bytes_per_second = [&](cudaMemcpyKind kind) {
+    void* to = kind == cudaMemcpyHostToDevice ? dev : host;
+    const void* from = kind == cudaMemcpyHostToDevice ? host : dev;
+    cudaMemcpy(to, from, kBytes, kind);
+    std::vector<float> ms(5);
+    for (float& m : ms) {
+      cudaEventRecord(start);
+      cudaMemcpyAsync(to, from, kBytes, kind);
+      cudaEventRecord(stop);
+      cudaEventSynchronize(stop);
+      cudaEventElapsedTime(&m, start, stop);
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[2] > 0 ? kBytes / (ms[2] * 1e-3) : 0.0;
+  };
+  result.h2d = median_bytes_per_second(cudaMemcpyHostToDevice);
+  result.d2h = median_bytes_per_second(cudaMemcpyDeviceToHost);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(dev);
+  cudaFreeHost(host);
+  cudaGetLastError();
+  return result;
+}
+
 }  // namespace
 
 int VisibleCudaDevices() {
@@ -94,11 +142,17 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
     backend.devices.push_back(device);
     const double copy_bandwidth = MeasureDeviceCopyBytesPerSecond(gpu);
     if (metrics != nullptr) metrics->SetDeviceCopyBandwidth(std::to_string(gpu), copy_bandwidth);
+    const HostLinkBandwidth link = MeasureHostLinkBandwidth(gpu);
+    if (metrics != nullptr) {
+      metrics->SetHostLinkBandwidth(std::to_string(gpu), "h2d", link.h2d);
+      metrics->SetHostLinkBandwidth(std::to_string(gpu), "d2h", link.d2h);
+    }
     Log(LogLevel::kInfo, "GPU ", gpu, ": ", props.name, ", ", props.totalGlobalMem >> 20, " MiB, device copy ",
-        copy_bandwidth / 1e12, " TB/s");
+        copy_bandwidth / 1e12, " TB/s, pinned host to device ", link.h2d / 1e9, " GB/s, device to host ",
+        link.d2h / 1e9, " GB/s");
     for (int w = 0; w < config.workers_per_gpu; ++w) {
       absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
-          CudaExecutor::Create(gpu, w, config.max_weight_bytes, metrics);
+          CudaExecutor::Create(gpu, w, config.max_weight_bytes, config.zero_copy_max_bytes, metrics);
       if (!executor.ok()) return executor.status();
       backend.workers.push_back(std::make_unique<Worker>(*std::move(executor), config.batch, metrics));
     }

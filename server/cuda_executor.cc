@@ -15,6 +15,14 @@ namespace {
 // Staging starts at this size per slot and doubles (at least) when a larger launch comes.
 constexpr int64_t kInitialBufferBytes = int64_t{4} << 20;
 
+// Launches sending at least this many bytes up are pipelined in chunks of at least kMinChunkBytes. At
+// 55 GB/s a 1 MiB chunk takes ~19 us to copy, well above the few microseconds a chunk's extra copy
+// calls, kernel launch and event waits cost.
+constexpr int64_t kPipelineMinBytes = int64_t{4} << 20;
+constexpr int64_t kMinChunkBytes = int64_t{1} << 20;
+
+char* Offset(void* base, int64_t bytes) { return static_cast<char*>(base) + bytes; }
+
 absl::Duration EventGap(cudaEvent_t from, cudaEvent_t to) {
   float ms = 0;
   if (cudaEventElapsedTime(&ms, from, to) != cudaSuccess) return absl::ZeroDuration();
@@ -23,13 +31,20 @@ absl::Duration EventGap(cudaEvent_t from, cudaEvent_t to) {
 
 }  // namespace
 
-CudaExecutor::CudaExecutor(int device, int worker_index, int64_t weight_cache_bytes, ServerMetrics* metrics)
-    : device_(device), worker_index_(worker_index), weight_cache_bytes_(weight_cache_bytes), metrics_(metrics) {}
+CudaExecutor::CudaExecutor(int device, int worker_index, int64_t weight_cache_bytes, int64_t zero_copy_max_bytes,
+                           ServerMetrics* metrics)
+    : device_(device),
+      worker_index_(worker_index),
+      weight_cache_bytes_(weight_cache_bytes),
+      zero_copy_max_bytes_(zero_copy_max_bytes),
+      metrics_(metrics) {}
 
 absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(int device, int worker_index,
                                                                    int64_t weight_cache_bytes,
+                                                                   int64_t zero_copy_max_bytes,
                                                                    ServerMetrics* metrics) {
-  std::unique_ptr<CudaExecutor> executor(new CudaExecutor(device, worker_index, weight_cache_bytes, metrics));
+  std::unique_ptr<CudaExecutor> executor(
+      new CudaExecutor(device, worker_index, weight_cache_bytes, zero_copy_max_bytes, metrics));
   if (absl::Status s = executor->Init(); !s.ok()) return s;
   return executor;
 }
@@ -38,12 +53,21 @@ std::string CudaExecutor::name() const { return absl::StrCat("cuda:", device_, "
 
 absl::Status CudaExecutor::Init() {
   if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) return CudaFailure("cudaSetDevice", e);
-  if (cudaError_t e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking); e != cudaSuccess) {
-    return CudaFailure("cudaStreamCreate", e);
+  for (cudaStream_t* stream : {&stream_, &compute_stream_, &download_stream_}) {
+    if (cudaError_t e = cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking); e != cudaSuccess) {
+      return CudaFailure("cudaStreamCreate", e);
+    }
   }
   for (Slot& slot : slots_) {
     for (cudaEvent_t& event : slot.events) {
       if (cudaError_t e = cudaEventCreate(&event); e != cudaSuccess) return CudaFailure("cudaEventCreate", e);
+    }
+    for (auto* chunk_events : {&slot.uploaded, &slot.computed}) {
+      for (cudaEvent_t& event : *chunk_events) {
+        if (cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming); e != cudaSuccess) {
+          return CudaFailure("cudaEventCreate", e);
+        }
+      }
     }
     if (absl::Status s = Grow(slot.in, kInitialBufferBytes); !s.ok()) return s;
     if (absl::Status s = Grow(slot.out, kInitialBufferBytes); !s.ok()) return s;
@@ -53,25 +77,38 @@ absl::Status CudaExecutor::Init() {
 
 CudaExecutor::~CudaExecutor() {
   cudaSetDevice(device_);
-  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  SynchronizeStreams();
   for (Slot& slot : slots_) {
     for (Buffer* b : {&slot.in, &slot.out}) {
       if (b->host != nullptr) cudaFreeHost(b->host);
       if (b->dev != nullptr) cudaFree(b->dev);
+    }
+    for (const auto* events : {&slot.uploaded, &slot.computed}) {
+      for (cudaEvent_t event : *events) {
+        if (event != nullptr) cudaEventDestroy(event);
+      }
     }
     for (cudaEvent_t event : slot.events) {
       if (event != nullptr) cudaEventDestroy(event);
     }
   }
   for (const CachedWeight& w : weights_) cudaFree(w.dev);
-  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  for (cudaStream_t stream : {stream_, compute_stream_, download_stream_}) {
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+}
+
+void CudaExecutor::SynchronizeStreams() {
+  for (cudaStream_t stream : {stream_, compute_stream_, download_stream_}) {
+    if (stream != nullptr) cudaStreamSynchronize(stream);
+  }
 }
 
 absl::Status CudaExecutor::CudaFailure(const char* what, cudaError_t error) {
   cudaGetLastError();  // clear a non-sticky error so that the next launch can run
   // A sticky error (an illegal address, a device fault) poisons the context: every later call fails
   // with it. This worker can then do nothing useful; the scheduler stops sending it work.
-  if (stream_ != nullptr && cudaStreamSynchronize(stream_) != cudaSuccess) {
+  if (stream_ != nullptr && cudaDeviceSynchronize() != cudaSuccess) {
     cudaGetLastError();
     if (healthy_) Log(LogLevel::kError, name(), ": unrecoverable CUDA error; taking this worker out of rotation");
     healthy_ = false;
@@ -92,9 +129,15 @@ absl::Status CudaExecutor::Grow(Buffer& buffer, int64_t bytes) {
     metrics_->pinned_bytes(device()).Decrement(static_cast<double>(old_capacity));
     metrics_->device_bytes(device()).Decrement(static_cast<double>(old_capacity));
   }
-  if (cudaError_t e = cudaHostAlloc(&buffer.host, static_cast<size_t>(capacity), cudaHostAllocDefault);
+  // Mapped, so that small launches can be computed straight from and into it (zero copy).
+  if (cudaError_t e = cudaHostAlloc(&buffer.host, static_cast<size_t>(capacity), cudaHostAllocMapped);
       e != cudaSuccess) {
     return CudaFailure("cudaHostAlloc", e);
+  }
+  if (cudaError_t e = cudaHostGetDevicePointer(&buffer.host_on_device, buffer.host, 0); e != cudaSuccess) {
+    cudaFreeHost(buffer.host);
+    buffer.host = nullptr;
+    return CudaFailure("cudaHostGetDevicePointer", e);
   }
   if (cudaError_t e = cudaMalloc(&buffer.dev, static_cast<size_t>(capacity)); e != cudaSuccess) {
     cudaFreeHost(buffer.host);
@@ -112,7 +155,7 @@ absl::Status CudaExecutor::Grow(Buffer& buffer, int64_t bytes) {
 void CudaExecutor::TrimWeightCache() {
   if (weight_bytes_ <= weight_cache_bytes_) return;
   // Launches already enqueued may still read a weight about to be dropped: wait for them first.
-  cudaStreamSynchronize(stream_);
+  SynchronizeStreams();
   while (weight_bytes_ > weight_cache_bytes_ && !weights_.empty()) {
     cudaFree(weights_.back().dev);
     weight_bytes_ -= weights_.back().bytes;
@@ -156,57 +199,158 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
   // cache may overshoot its bound by one launch's weights until the next launch).
   TrimWeightCache();
   Slot& slot = slots_[static_cast<size_t>(next_slot_)];
-  const size_t n = launch.items.size();
   slot.layout = LayOutLaunch(launch);
   const int64_t in_bytes = slot.layout.up_bytes;
   const int64_t out_bytes = slot.layout.down_bytes;
   if (absl::Status s = Grow(slot.in, in_bytes); !s.ok()) return s;
   if (absl::Status s = Grow(slot.out, out_bytes); !s.ok()) return s;
-  // Pack: each request's bytes are copied into pinned memory once; the table holds device pointers.
-  if (absl::Status s = PackLaunch(launch, slot.layout, slot.in.host, slot.in.dev, slot.out.dev,
+  // Pack: each request's bytes are copied into pinned memory once; the table holds the addresses the
+  // kernel will read and write: the device buffers, or the pinned buffers themselves (zero copy).
+  const bool zero_copy = in_bytes + out_bytes <= zero_copy_max_bytes_;
+  if (absl::Status s = PackLaunch(launch, slot.layout, slot.in.host,
+                                  zero_copy ? slot.in.host_on_device : slot.in.dev,
+                                  zero_copy ? slot.out.host_on_device : slot.out.dev,
                                   [this](const RegisteredWeight& w) { return DeviceWeight(w); });
       !s.ok()) {
     return s;
   }
-  const auto* table = static_cast<const RmsNormSegment*>(slot.in.host);
   stages.pack += absl::Now() - pack_start;
 
-  // Up, compute, down: all on this worker's stream, timed by events.
-  auto fail = [&](const char* what, cudaError_t e) {
-    cudaStreamSynchronize(stream_);  // the slot's buffers may still be in use by what was enqueued
-    return CudaFailure(what, e);
-  };
-  cudaEventRecord(slot.events[0], stream_);
-  if (cudaError_t e = cudaMemcpyAsync(slot.in.dev, slot.in.host, static_cast<size_t>(in_bytes),
-                                      cudaMemcpyHostToDevice, stream_);
-      e != cudaSuccess) {
-    return fail("cudaMemcpyAsync (host to device)", e);
+  const cudaError_t e = zero_copy                                              ? EnqueueZeroCopy(slot, launch)
+                        : in_bytes >= kPipelineMinBytes && launch.rows > 1 ? EnqueuePipelined(slot, launch)
+                                                                             : EnqueueWhole(slot, launch);
+  if (e != cudaSuccess) {
+    SynchronizeStreams();  // the slot's buffers may still be in use by what was enqueued
+    return CudaFailure("enqueueing the launch (copies and kernel)", e);
   }
+  next_slot_ = (next_slot_ + 1) % kSlots;
+  return absl::OkStatus();
+}
+
+// The kernel reads a table of segments when it covers several requests: here it reads it through the
+// pinned buffer's mapping too, like the rows.
+cudaError_t CudaExecutor::EnqueueZeroCopy(Slot& slot, const Launch& launch) {
+  cudaEventRecord(slot.events[0], stream_);
+  cudaEventRecord(slot.events[1], stream_);  // no upload: the h2d stage is empty
+  cudaError_t e;
+  if (launch.items.size() == 1) {
+    e = cuda::RmsNorm(launch.dtype, launch.hidden, *static_cast<const RmsNormSegment*>(slot.in.host), stream_);
+  } else {
+    RmsNormLaunch device_launch;
+    device_launch.dtype = launch.dtype;
+    device_launch.hidden = launch.hidden;
+    device_launch.total_rows = launch.rows;
+    device_launch.segments = static_cast<const RmsNormSegment*>(slot.in.host_on_device);
+    device_launch.num_segments = static_cast<int32_t>(launch.items.size());
+    e = cuda::RmsNormBatched(device_launch, stream_);
+  }
+  if (e != cudaSuccess) return e;
+  cudaEventRecord(slot.events[2], stream_);
+  // Kernel completion makes its writes to host memory visible to the host thread that waits for it.
+  return cudaEventRecord(slot.events[3], stream_);
+}
+
+cudaError_t CudaExecutor::EnqueueWhole(Slot& slot, const Launch& launch) {
+  const StagingLayout& layout = slot.layout;
+  cudaEventRecord(slot.events[0], stream_);
+  cudaError_t e = cudaMemcpyAsync(slot.in.dev, slot.in.host, static_cast<size_t>(layout.up_bytes),
+                                  cudaMemcpyHostToDevice, stream_);
+  if (e != cudaSuccess) return e;
   cudaEventRecord(slot.events[1], stream_);
-  cudaError_t kernel_error;
-  if (n == 1) {
+  if (launch.items.size() == 1) {
     // One request: the segment goes by value, so the kernel need not read a table first.
-    RmsNormSegment seg = table[0];
-    kernel_error = cuda::RmsNorm(launch.dtype, launch.hidden, seg, stream_);
+    e = cuda::RmsNorm(launch.dtype, launch.hidden, *static_cast<const RmsNormSegment*>(slot.in.host), stream_);
   } else {
     RmsNormLaunch device_launch;
     device_launch.dtype = launch.dtype;
     device_launch.hidden = launch.hidden;
     device_launch.total_rows = launch.rows;
     device_launch.segments = static_cast<const RmsNormSegment*>(slot.in.dev);
-    device_launch.num_segments = static_cast<int32_t>(n);
-    kernel_error = cuda::RmsNormBatched(device_launch, stream_);
+    device_launch.num_segments = static_cast<int32_t>(launch.items.size());
+    e = cuda::RmsNormBatched(device_launch, stream_);
   }
-  if (kernel_error != cudaSuccess) return fail("RMSNorm kernel launch", kernel_error);
+  if (e != cudaSuccess) return e;
   cudaEventRecord(slot.events[2], stream_);
-  if (cudaError_t e = cudaMemcpyAsync(slot.out.host, slot.out.dev, static_cast<size_t>(out_bytes),
-                                      cudaMemcpyDeviceToHost, stream_);
-      e != cudaSuccess) {
-    return fail("cudaMemcpyAsync (device to host)", e);
+  e = cudaMemcpyAsync(slot.out.host, slot.out.dev, static_cast<size_t>(layout.down_bytes),
+                      cudaMemcpyDeviceToHost, stream_);
+  if (e != cudaSuccess) return e;
+  return cudaEventRecord(slot.events[3], stream_);
+}
+
+cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
+  const StagingLayout& layout = slot.layout;
+  const auto* table = static_cast<const RmsNormSegment*>(slot.in.host);
+  const int64_t row_bytes = launch.hidden * static_cast<int64_t>(ItemSize(launch.dtype));
+  const int64_t data_bytes = layout.up_bytes - layout.input_at[0];
+  const auto chunks = static_cast<int>(std::clamp<int64_t>(data_bytes / kMinChunkBytes, 1, kMaxChunks));
+  const int64_t rows_per_chunk = (launch.rows + chunks - 1) / chunks;
+
+  cudaEventRecord(slot.events[0], stream_);
+  // The table and inline weights first. The kernels take their segments by value (one call per
+  // request in a chunk), so the table itself goes unused; it is small.
+  cudaError_t e = cudaMemcpyAsync(slot.in.dev, slot.in.host, static_cast<size_t>(layout.input_at[0]),
+                                  cudaMemcpyHostToDevice, stream_);
+  if (e != cudaSuccess) return e;
+  // Calls `piece(i, first, count)` for each request i with rows in launch rows [begin, end): its rows
+  // first .. first + count - 1.
+  auto for_each_piece = [&](int64_t begin, int64_t end, auto&& piece) -> cudaError_t {
+    for (size_t i = 0; i < launch.items.size(); ++i) {
+      const int64_t seg_begin = table[i].first_row, seg_end = seg_begin + table[i].rows;
+      const int64_t from = std::max(begin, seg_begin), to = std::min(end, seg_end);
+      if (from >= to) continue;
+      if (cudaError_t err = piece(i, from - seg_begin, to - from); err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+  };
+  for (int c = 0; c < chunks; ++c) {
+    const int64_t begin = c * rows_per_chunk, end = std::min(launch.rows, begin + rows_per_chunk);
+    if (begin >= end) break;
+    e = for_each_piece(begin, end, [&](size_t i, int64_t first, int64_t count) {
+      const int64_t at = first * row_bytes, bytes = count * row_bytes;
+      cudaError_t err = cudaMemcpyAsync(Offset(slot.in.dev, layout.input_at[i] + at),
+                                        Offset(slot.in.host, layout.input_at[i] + at), static_cast<size_t>(bytes),
+                                        cudaMemcpyHostToDevice, stream_);
+      if (err != cudaSuccess || layout.residual_at[i] < 0) return err;
+      return cudaMemcpyAsync(Offset(slot.in.dev, layout.residual_at[i] + at),
+                             Offset(slot.in.host, layout.residual_at[i] + at), static_cast<size_t>(bytes),
+                             cudaMemcpyHostToDevice, stream_);
+    });
+    if (e != cudaSuccess) return e;
+    cudaEventRecord(slot.uploaded[static_cast<size_t>(c)], stream_);
+    cudaStreamWaitEvent(compute_stream_, slot.uploaded[static_cast<size_t>(c)], 0);
+    e = for_each_piece(begin, end, [&](size_t i, int64_t first, int64_t count) {
+      RmsNormSegment seg = table[i];
+      const int64_t at = first * row_bytes;
+      seg.input = static_cast<const char*>(seg.input) + at;
+      seg.output = Offset(seg.output, at);
+      if (seg.residual != nullptr) {
+        seg.residual = static_cast<const char*>(seg.residual) + at;
+        seg.residual_out = Offset(seg.residual_out, at);
+      }
+      seg.first_row = 0;
+      seg.rows = count;
+      return cuda::RmsNorm(launch.dtype, launch.hidden, seg, compute_stream_);
+    });
+    if (e != cudaSuccess) return e;
+    cudaEventRecord(slot.computed[static_cast<size_t>(c)], compute_stream_);
+    cudaStreamWaitEvent(download_stream_, slot.computed[static_cast<size_t>(c)], 0);
+    e = for_each_piece(begin, end, [&](size_t i, int64_t first, int64_t count) {
+      const int64_t at = first * row_bytes, bytes = count * row_bytes;
+      cudaError_t err = cudaMemcpyAsync(Offset(slot.out.host, layout.output_at[i] + at),
+                                        Offset(slot.out.dev, layout.output_at[i] + at), static_cast<size_t>(bytes),
+                                        cudaMemcpyDeviceToHost, download_stream_);
+      if (err != cudaSuccess || layout.residual_out_at[i] < 0) return err;
+      return cudaMemcpyAsync(Offset(slot.out.host, layout.residual_out_at[i] + at),
+                             Offset(slot.out.dev, layout.residual_out_at[i] + at), static_cast<size_t>(bytes),
+                             cudaMemcpyDeviceToHost, download_stream_);
+    });
+    if (e != cudaSuccess) return e;
   }
-  cudaEventRecord(slot.events[3], stream_);
-  next_slot_ = (next_slot_ + 1) % kSlots;
-  return absl::OkStatus();
+  cudaEventRecord(slot.events[1], stream_);
+  cudaEventRecord(slot.events[2], compute_stream_);
+  // The last download waits for the last kernel, which waits for the last upload: this event marks
+  // the whole launch done, which is what Finish waits for.
+  return cudaEventRecord(slot.events[3], download_stream_);
 }
 
 absl::Status CudaExecutor::Finish(const Launch& launch, StageTimes& stages) {

@@ -8,6 +8,17 @@
 // launch k is on the device. Buffers grow to the largest launch seen and are then reused: no
 // cudaMalloc or cudaHostAlloc on the request path once warm. Registered weights are uploaded once per
 // worker and kept (bounded, least recently used first out).
+//
+// Large launches (kPipelineMinBytes and up) are pipelined: their rows are cut into chunks, and chunk k's
+// upload, chunk k-1's kernel and chunk k-2's download run at once on three streams (PCIe is full
+// duplex), so that a launch takes about one transfer's time instead of upload + kernel + download.
+// Small launches stay on one stream: cross-stream waits would only add latency to them.
+//
+// Launches of at most --zero-copy-max-bytes (up + down) skip the copies altogether: the kernel reads its
+// inputs from, and writes its outputs to, the pinned staging buffers through their device mapping.
+// Each cudaMemcpyAsync has a fixed cost of several microseconds on top of its bytes, which for a
+// one-row request is most of the device time; reading 8 KB across PCIe inside the kernel costs about
+// one round trip.
 #ifndef NORMD_SERVER_CUDA_EXECUTOR_H_
 #define NORMD_SERVER_CUDA_EXECUTOR_H_
 
@@ -32,6 +43,7 @@ class CudaExecutor : public BatchExecutor {
   // device copies of registered weights this worker keeps.
   static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(int device, int worker_index,
                                                               int64_t weight_cache_bytes,
+                                                              int64_t zero_copy_max_bytes,
                                                               ServerMetrics* metrics);
   ~CudaExecutor() override;
 
@@ -47,10 +59,12 @@ class CudaExecutor : public BatchExecutor {
 
  private:
   static constexpr int kSlots = 2;
+  static constexpr int kMaxChunks = 16;  // of a pipelined launch
 
   // A growable buffer pair: pinned host memory and device memory of the same capacity.
   struct Buffer {
     void* host = nullptr;
+    void* host_on_device = nullptr;  // `host` as the device addresses it (mapped pinned memory)
     void* dev = nullptr;
     int64_t capacity = 0;
   };
@@ -59,7 +73,14 @@ class CudaExecutor : public BatchExecutor {
     Buffer out;  // outputs, residual_outs
     // Where Start put each request in `in` and `out`; Finish unpacks the outputs from there.
     StagingLayout layout;
-    std::array<cudaEvent_t, 4> events{};  // before h2d, after h2d, after kernel, after d2h
+    // Timing: before the first upload, after the last upload, after the last kernel, after the last
+    // download. For a pipelined launch these split its device time into three parts that do not
+    // overlap (h2d = until everything is up, kernel = the rest until computed, d2h = the rest).
+    std::array<cudaEvent_t, 4> events{};
+    // Pipelined launches: chunk k uploaded (the kernel waits for it), chunk k computed (its download
+    // waits for it). Created without timing.
+    std::array<cudaEvent_t, kMaxChunks> uploaded{};
+    std::array<cudaEvent_t, kMaxChunks> computed{};
   };
   struct CachedWeight {
     std::string id;
@@ -67,8 +88,16 @@ class CudaExecutor : public BatchExecutor {
     int64_t bytes = 0;
   };
 
-  CudaExecutor(int device, int worker_index, int64_t weight_cache_bytes, ServerMetrics* metrics);
+  CudaExecutor(int device, int worker_index, int64_t weight_cache_bytes, int64_t zero_copy_max_bytes,
+               ServerMetrics* metrics);
   absl::Status Init();
+  // Enqueues a packed launch: the kernel alone on mapped host memory, on stream_ alone, or pipelined
+  // over all three streams.
+  cudaError_t EnqueueZeroCopy(Slot& slot, const Launch& launch);
+  cudaError_t EnqueueWhole(Slot& slot, const Launch& launch);
+  cudaError_t EnqueuePipelined(Slot& slot, const Launch& launch);
+  // Waits for everything enqueued on this executor's streams.
+  void SynchronizeStreams();
   absl::Status Grow(Buffer& buffer, int64_t bytes);
   // Drops least recently used device weights until the cache is within its bound.
   void TrimWeightCache();
@@ -80,9 +109,12 @@ class CudaExecutor : public BatchExecutor {
   const int device_;
   const int worker_index_;
   const int64_t weight_cache_bytes_;
+  const int64_t zero_copy_max_bytes_;
   ServerMetrics* const metrics_;
   bool healthy_ = true;
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t stream_ = nullptr;           // uploads, and the whole of small launches
+  cudaStream_t compute_stream_ = nullptr;   // kernels of pipelined launches
+  cudaStream_t download_stream_ = nullptr;  // downloads of pipelined launches
   std::array<Slot, kSlots> slots_;
   int next_slot_ = 0;      // the slot the next Start packs into
   int oldest_slot_ = 0;    // the slot the next Finish completes

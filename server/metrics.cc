@@ -97,6 +97,10 @@ ServerMetrics::ServerMetrics(std::shared_ptr<prometheus::Registry> registry) : r
                                 .Name("normd_device_copy_bandwidth_bytes_per_second")
                                 .Help("Device-to-device copy bandwidth measured at start-up: the ceiling")
                                 .Register(r);
+  host_link_bandwidth_ = &prometheus::BuildGauge()
+                              .Name("normd_host_link_bandwidth_bytes_per_second")
+                              .Help("Pinned host-device copy bandwidth (direction h2d or d2h) measured at start-up")
+                              .Register(r);
   queue_depth_ = &prometheus::BuildGauge()
                       .Name("normd_queue_depth")
                       .Help("Accepted requests waiting for a launch")
@@ -193,6 +197,11 @@ void ServerMetrics::Launch(absl::string_view device, int64_t rows, int64_t reque
     }
     d.kernel_bandwidth->Observe(static_cast<double>(kernel_bytes) / Seconds(kernel_time));
   }
+}
+
+void ServerMetrics::SetHostLinkBandwidth(const std::string& device, const std::string& direction,
+                                         double bytes_per_second) {
+  host_link_bandwidth_->Add({{"device", device}, {"direction", direction}}).Set(bytes_per_second);
 }
 
 void ServerMetrics::SetDeviceCopyBandwidth(const std::string& device, double bytes_per_second) {

@@ -56,6 +56,8 @@ class ServerMetrics {
   void Launch(absl::string_view device, int64_t rows, int64_t requests, const StageTimes& stages,
               int64_t kernel_bytes);
   void SetDeviceCopyBandwidth(const std::string& device, double bytes_per_second);
+  // Pinned host <-> device copy bandwidth measured at start-up; direction "h2d" or "d2h".
+  void SetHostLinkBandwidth(const std::string& device, const std::string& direction, double bytes_per_second);
 
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   prometheus::Gauge& inflight_requests() { return *inflight_requests_; }
@@ -100,6 +102,7 @@ class ServerMetrics {
   prometheus::Counter* bytes_out_;
   prometheus::Family<prometheus::Histogram>* kernel_bandwidth_;
   prometheus::Family<prometheus::Gauge>* device_copy_bandwidth_;
+  prometheus::Family<prometheus::Gauge>* host_link_bandwidth_;
   prometheus::Gauge* queue_depth_;
   prometheus::Gauge* inflight_requests_;
   prometheus::Family<prometheus::Gauge>* pinned_bytes_;

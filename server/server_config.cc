@@ -31,6 +31,12 @@ ABSL_FLAG(std::string, backend, "auto", "auto (cuda when a GPU is visible, else 
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend: cores one launch may use (0 = every core)");
 ABSL_FLAG(std::string, gpus, "", "CUDA backend: GPU indices to use, e.g. 0,1 (empty = every visible GPU)");
 ABSL_FLAG(int, workers_per_gpu, 2, "CUDA backend: workers (stream + pinned buffers) per GPU");
+ABSL_FLAG(int64_t, zero_copy_max_bytes, int64_t{1} << 20,
+          "CUDA backend: launches moving at most this many bytes (up + down) are computed straight from and "
+          "into pinned host memory, skipping the two copies and their fixed cost (0 = always copy)");
+ABSL_FLAG(int64_t, overlap_min_bytes, int64_t{256} << 10,
+          "CUDA backend: a launch starts while another is still on the device only if it carries at least "
+          "this many payload bytes; smaller requests wait and go out together (0 = always overlap)");
 ABSL_FLAG(int64_t, max_hidden, 65536, "Largest hidden size (last dimension) accepted");
 ABSL_FLAG(int64_t, max_request_bytes, int64_t{256} << 20,
           "Largest request message in bytes; larger ones get RESOURCE_EXHAUSTED");
@@ -134,6 +140,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   if (c.cpu_threads <= 0) c.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   c.gpus = absl::GetFlag(FLAGS_gpus);
   c.workers_per_gpu = absl::GetFlag(FLAGS_workers_per_gpu);
+  c.zero_copy_max_bytes = absl::GetFlag(FLAGS_zero_copy_max_bytes);
+  c.batch.overlap_min_bytes = absl::GetFlag(FLAGS_overlap_min_bytes);
   c.max_hidden = absl::GetFlag(FLAGS_max_hidden);
   c.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   c.batch.max_rows = absl::GetFlag(FLAGS_max_batch_rows);
@@ -159,6 +167,11 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   }
   if (absl::GetFlag(FLAGS_max_queue_delay_us) < 0 || c.drain_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--max_queue_delay_us and --drain_timeout must be >= 0");
+  }
+  if (c.zero_copy_max_bytes < 0 || c.batch.overlap_min_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--zero_copy_max_bytes = ", c.zero_copy_max_bytes,
+                                                   " and --overlap_min_bytes = ", c.batch.overlap_min_bytes,
+                                                   " must be >= 0"));
   }
   if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &c.log_level)) {
     return absl::InvalidArgumentError(absl::StrCat("--log_level = '", absl::GetFlag(FLAGS_log_level),

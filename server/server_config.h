@@ -30,6 +30,7 @@ struct ServerConfig {
   int cpu_threads = 0;     // resolved: > 0
   std::string gpus;        // "" = every visible GPU, else "0,1"
   int workers_per_gpu = 2;
+  int64_t zero_copy_max_bytes = 0;  // CUDA: launches up to this many bytes (up + down) skip the copies
   int64_t max_hidden = 0;
   int64_t max_request_bytes = 0;
   BatchLimits batch;

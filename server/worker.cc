@@ -21,6 +21,16 @@ bool HasQueueChanged(QueueChanged* args) {
   return *args->stopping || args->queue->size() != args->size_before;
 }
 
+// Whether the queued requests carry at least `bytes` of payload (stops counting once they do).
+bool QueueHoldsBytes(const WorkQueue& queue, int64_t bytes) {
+  int64_t total = 0;
+  for (const auto& item : queue) {
+    total += item->bytes();
+    if (total >= bytes) return true;
+  }
+  return total >= bytes;
+}
+
 }  // namespace
 
 Worker::Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits, ServerMetrics* metrics)
@@ -104,7 +114,11 @@ void Worker::Loop() {
           return;
         }
       }
-      if (!queue_.empty() && in_flight.size() < max_in_flight) {
+      // A second launch overlaps the one in flight only when it is large enough for that to pay
+      // (BatchLimits::overlap_min_bytes); otherwise the requests wait for the next free turn together.
+      const bool may_start = in_flight.empty() || (in_flight.size() < max_in_flight &&
+                                                    QueueHoldsBytes(queue_, limits_.overlap_min_bytes));
+      if (!queue_.empty() && may_start) {
         const absl::Time now = absl::Now();
         RemoveDeadRequests(queue_, now, dropped);
         if (!queue_.empty()) {

@@ -126,6 +126,51 @@ TEST(BatchingTest, ConcurrentMixedRequestsAreEachCorrect) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// Requests of several MiB each, sent together so that they share launches: on the CUDA backend such
+// launches are pipelined in chunks of rows (cuda_executor.h), and with these odd row lengths and row
+// counts the chunk boundaries fall inside requests and between them. Every request must still match
+// the reference; on the CPU backend the same test checks the large-request path end to end.
+TEST(BatchingTest, LargeRequestsSharingLaunchesAreEachCorrect) {
+  NormdProcess server;
+  const std::vector<std::string> args =
+      TestBackend() == "cpu" ? std::vector<std::string>{"--backend=cpu", "--max-queue-delay-us=20000"}
+                             : std::vector<std::string>{"--backend=cuda", "--workers-per-gpu=1",
+                                                        "--max-queue-delay-us=20000"};
+  ASSERT_TRUE(server.Start(args).ok()) << server.log();
+  constexpr int kClients = 4;
+  std::atomic<int> failures{0}, batched{0};
+  std::latch ready(kClients);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+      std::mt19937 rng(static_cast<uint32_t>(500 + c));
+      const DType dtype = c < 2 ? DType::kBFloat16 : DType::kFloat16;
+      // 1,111 x 3,001 16-bit values: 6.4 MiB with a residual, 3.2 MiB without.
+      std::vector<NormalizeRequest> requests;
+      for (int i = 0; i < 3; ++i) {
+        requests.push_back(MakeRequest(dtype, 1111 - 97 * i - c, 3001, (c + i) % 2 == 0, rng,
+                                       i == 1 ? DType::kFloat32 : dtype));
+      }
+      ready.arrive_and_wait();
+      for (const NormalizeRequest& request : requests) {
+        NormalizeResponse response;
+        const grpc::Status status = CallNormalize(*stub, request, &response);
+        const std::string mismatch = status.ok() ? CompareWithReference(request, response) : status.error_message();
+        if (!mismatch.empty()) {
+          ADD_FAILURE() << "client " << c << ": " << mismatch;
+          ++failures;
+        }
+        if (response.timing().batch_requests() > 1) ++batched;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  std::printf("%d of %d large requests shared a launch (%s backend)\n", batched.load(), 3 * kClients,
+              TestBackend().c_str());
+}
+
 TEST(StreamTest, ThousandMessagesComeBackInOrder) {
   NormdProcess server;
   ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();

@@ -1,5 +1,5 @@
 // Workers and the scheduler with a fake executor: immediate launch when idle, coalescing while busy,
-// the queued-bytes bound, least-loaded dispatch, and draining on shutdown.
+// the queued-bytes bound, least-loaded dispatch, no overlap for small launches, and draining on shutdown.
 #include "server/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +7,7 @@
 #include <atomic>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "server/thread_pool.h"
@@ -85,6 +86,67 @@ TEST(SchedulerTest, IdleWorkerLaunchesAtOnceAndBusyWorkerCoalesces) {
   EXPECT_EQ(fake->launch_sizes(), (std::vector<int>{1, 10}));
   EXPECT_EQ(tracker.max_batch_requests.load(), 10);
   scheduler.Shutdown();
+}
+
+// A two-phase executor (like CUDA's): Start enqueues, Finish completes; logs the calls in order. The
+// first Start is held until the test releases it, so that requests queue up behind it.
+class TwoPhaseExecutor : public BatchExecutor {
+ public:
+  absl::Status Start(const Launch& launch, StageTimes& /*stages*/) override {
+    Log(absl::StrCat("start ", launch.items.size()));
+    if (starts_++ == 0) release_.WaitForNotification();
+    return absl::OkStatus();
+  }
+  absl::Status Finish(const Launch& launch, StageTimes& /*stages*/) override {
+    Log(absl::StrCat("finish ", launch.items.size()));
+    return absl::OkStatus();
+  }
+  int max_in_flight() const override { return 2; }
+  std::string name() const override { return "two-phase"; }
+  std::string device() const override { return "fake"; }
+  std::vector<std::string> calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+  absl::Notification release_;
+  std::atomic<int> starts_{0};
+
+ private:
+  void Log(std::string call) {
+    absl::MutexLock lock(&mu_);
+    calls_.push_back(std::move(call));
+  }
+  absl::Mutex mu_;
+  std::vector<std::string> calls_;
+};
+
+// Runs one held launch of 1 request, queues 10 more (1 KiB each) behind it, releases it, and returns
+// the executor's calls.
+std::vector<std::string> CallsWithOverlapMinBytes(int64_t overlap_min_bytes) {
+  auto executor = std::make_unique<TwoPhaseExecutor>();
+  TwoPhaseExecutor* fake = executor.get();
+  BatchLimits limits;
+  limits.overlap_min_bytes = overlap_min_bytes;
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.push_back(std::make_unique<Worker>(std::move(executor), limits));
+  Scheduler scheduler(std::move(workers), int64_t{1} << 30);
+  Tracker tracker;
+  EXPECT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  WaitFor([&] { return fake->starts_.load() == 1; });
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  fake->release_.Notify();
+  WaitFor([&] { return tracker.ok.load() == 11; });
+  scheduler.Shutdown();
+  return fake->calls();
+}
+
+TEST(SchedulerTest, SmallLaunchesWaitForTheOneInFlightInsteadOfOverlappingIt) {
+  // 10 KiB queued, below the 1 MiB threshold: the first launch finishes before the next starts.
+  EXPECT_EQ(CallsWithOverlapMinBytes(int64_t{1} << 20),
+            (std::vector<std::string>{"start 1", "finish 1", "start 10", "finish 10"}));
+  // Threshold 10 KiB, met: the second launch is started while the first is in flight.
+  EXPECT_EQ(CallsWithOverlapMinBytes(10 * 1024),
+            (std::vector<std::string>{"start 1", "start 10", "finish 1", "finish 10"}));
 }
 
 TEST(SchedulerTest, QueuedBytesAreBoundedAndFreedOnCompletion) {
