@@ -6,6 +6,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -141,24 +142,30 @@ normd::v1::ServerInfo MakeServerInfo(const ServerConfig& config, const Backend& 
 // with MADV_DONTNEED) and every 4 KiB page faults on first touch: on the 2-core development VM that made
 // a 64 x 4096 bf16 request (512 KiB each way) spend ~600 µs in page faults, 4x its transport and compute
 // (measured with normbench at concurrency 1: 220 req/s before, 890 after). Memory kept this way is
-// bounded by the peak of live requests, which --max-queue-bytes bounds; 32 MiB is glibc's largest
-// mmap threshold, so bigger buffers are still mapped and unmapped each time.
-void KeepLargeBuffersInTheAllocator() {
+// bounded by the peak of live requests; 32 MiB is glibc's largest mmap threshold, so bigger buffers are
+// still mapped and unmapped each time. Free memory beyond --max-queue-bytes (at least 32 MiB, at most
+// 1 GiB) is handed back: without that bound a burst (a 4x overload, a VM stall in the soak) left the
+// process at its high-water mark for good (RELIABILITY.md).
+void KeepLargeBuffersInTheAllocator(int64_t max_queue_bytes) {
 #ifdef __GLIBC__
+  const int64_t keep = std::clamp<int64_t>(max_queue_bytes, int64_t{32} << 20, int64_t{1} << 30);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  mallopt(M_TOP_PAD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, static_cast<int>(keep));
+  mallopt(M_TOP_PAD, static_cast<int>(std::min<int64_t>(keep / 2, int64_t{64} << 20)));
+  // Each arena keeps its own free memory up to that bound; gRPC's many threads would otherwise each
+  // get an arena (glibc allows 8 per core), multiplying what is kept.
+  mallopt(M_ARENA_MAX, 4);
 #endif
 }
 
 int RunServer(int argc, char** argv) {
   const sigset_t stop_signals = BlockStopSignals();
-  KeepLargeBuffersInTheAllocator();
   absl::StatusOr<ServerConfig> config = LoadServerConfig(argc, argv);
   if (!config.ok()) {
     Log(LogLevel::kError, "normd: ", config.status().message());
     return 2;
   }
+  KeepLargeBuffersInTheAllocator(config->max_queue_bytes);
   SetLogLevel(config->log_level);
   // Before anything else starts: a TLS misconfiguration must stop normd, never fall back to plaintext.
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(*config);
@@ -204,6 +211,11 @@ int RunServer(int argc, char** argv) {
   builder.AddListeningPort(config->listen, *credentials, &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config->max_request_bytes));
   builder.SetMaxSendMessageSize(-1);  // a response is at most twice its request (output + residual_out)
+  // Bounds what gRPC holds before normd's admission sees it: at most this many calls per connection
+  // are open, each with at most one request being read. (A grpc::ResourceQuota was tried for the same
+  // purpose and dropped: under pressure gRPC 1.51 reclaims memory by closing connections, which failed
+  // 263 calls with UNAVAILABLE "Broken pipe" in LifecycleTest's overload test.)
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, config->max_concurrent_streams);
   if (config->max_connection_age > absl::ZeroDuration()) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
                                static_cast<int>(absl::ToInt64Milliseconds(config->max_connection_age)));

@@ -19,6 +19,25 @@ void FinishUnary(grpc::ServerUnaryReactor* reactor, ServerMetrics* metrics, cons
   reactor->Finish(ToGrpcStatus(status));
 }
 
+// A Normalize call's reactor: once gRPC is done with the call (the response sent, or the call
+// cancelled), it uncharges the request's bytes from the scheduler's budget. Until then the response
+// sits in normd's memory, so it counts as queued: a client that sends fast and reads slowly is refused
+// with RESOURCE_EXHAUSTED instead of growing normd's memory.
+class NormalizeCallReactor : public grpc::ServerUnaryReactor {
+ public:
+  explicit NormalizeCallReactor(Scheduler& scheduler) : scheduler_(scheduler) {}
+  // Set before submitting (the answer may come before Submit returns); zero if it was refused.
+  void set_held_bytes(int64_t bytes) { held_bytes_ = bytes; }
+  void OnDone() override {
+    if (held_bytes_ > 0) scheduler_.ReleaseHeldBytes(held_bytes_);
+    delete this;
+  }
+
+ private:
+  Scheduler& scheduler_;
+  int64_t held_bytes_ = 0;
+};
+
 }  // namespace
 
 NormalizerService::NormalizerService(Scheduler& scheduler, WeightRegistry& weights, ServiceOptions options,
@@ -29,7 +48,7 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
                                                        const normd::v1::NormalizeRequest* request,
                                                        normd::v1::NormalizeResponse* response) {
   const absl::Time start = absl::Now();
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto* reactor = new NormalizeCallReactor(scheduler_);  // deletes itself in OnDone
   absl::StatusOr<ValidatedRequest> validated = ValidateNormalizeRequest(*request, options_.limits, weights_);
   if (!validated.ok()) {
     FinishUnary(reactor, metrics_, "Normalize", start, validated.status());
@@ -37,12 +56,15 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
   }
   std::unique_ptr<WorkItem> item = MakeWorkItem(*request, *std::move(validated), *response, *context);
   item->may_run_on_caller_thread = true;  // nothing is locked here; see Worker's shortcut
+  item->hold_bytes_until_released = true;
+  reactor->set_held_bytes(item->bytes());
   item->on_done = [reactor, response, metrics = metrics_, start](const absl::Status& status,
                                                                   const LaunchReport& report) {
     FinishResponse(status, report, *response);
     FinishUnary(reactor, metrics, "Normalize", start, status);
   };
   if (absl::Status admitted = scheduler_.Submit(std::move(item)); !admitted.ok()) {
+    reactor->set_held_bytes(0);  // nothing was charged
     response->Clear();
     FinishUnary(reactor, metrics_, "Normalize", start, admitted);
   }

@@ -30,10 +30,12 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   inflight_.fetch_add(1);
   if (metrics_ != nullptr) metrics_->inflight_requests().Increment();
   auto on_done = std::move(item->on_done);
-  item->on_done = [this, bytes, on_done = std::move(on_done)](const absl::Status& s, const LaunchReport& r) {
+  const bool release_now = !item->hold_bytes_until_released;
+  item->on_done = [this, bytes, release_now, on_done = std::move(on_done)](const absl::Status& s,
+                                                                           const LaunchReport& r) {
     on_done(s, r);
     (s.ok() ? answered_ok_ : answered_not_ok_).fetch_add(1);
-    queued_bytes_.fetch_sub(bytes);
+    if (release_now) queued_bytes_.fetch_sub(bytes);
     if (metrics_ != nullptr) metrics_->inflight_requests().Decrement();
     inflight_.fetch_sub(1);
   };

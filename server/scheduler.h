@@ -1,8 +1,10 @@
 // The scheduler: admission control and the choice of worker.
 //
-// Admission bounds memory: the payload bytes of accepted, unanswered requests stay under
-// --max-queue-bytes, and a request that would pass it is refused at once with RESOURCE_EXHAUSTED (the
-// client can back off or go to another replica) instead of queueing without bound. An accepted request
+// Admission bounds memory: the payload bytes of accepted requests stay under --max-queue-bytes until
+// they are answered (for unary calls: until gRPC has sent the response, see
+// WorkItem::hold_bytes_until_released), and a request that would pass it is refused at once with
+// RESOURCE_EXHAUSTED (the client can back off or go to another replica) instead of queueing without
+// bound. An accepted request
 // goes to the worker with the fewest rows queued or running.
 #ifndef NORMD_SERVER_SCHEDULER_H_
 #define NORMD_SERVER_SCHEDULER_H_
@@ -29,6 +31,9 @@ class Scheduler {
   // RESOURCE_EXHAUSTED (over the byte budget) or UNAVAILABLE (shutting down); a refused item is not
   // answered and is destroyed.
   absl::Status Submit(std::unique_ptr<WorkItem> item);
+
+  // Uncharges the bytes of an answered item submitted with hold_bytes_until_released.
+  void ReleaseHeldBytes(int64_t bytes) { queued_bytes_.fetch_sub(bytes); }
 
   // Refuses new work from now on (Submit answers UNAVAILABLE); accepted requests go on.
   void StopAccepting() { accepting_.store(false); }

@@ -46,6 +46,9 @@ ABSL_FLAG(int64_t, max_queue_delay_us, 0,
           "How long a partial launch may wait for company once its worker is free (0 = never wait)");
 ABSL_FLAG(int64_t, max_queue_bytes, int64_t{1} << 30,
           "Payload bytes of accepted, unanswered requests; past it new requests get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_concurrent_streams, 256,
+          "Calls (streams) one client connection may have open at once; more wait in the client until one "
+          "ends (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)");
 ABSL_FLAG(int64_t, max_weight_bytes, int64_t{1} << 30,
           "Bytes of registered weights kept; least recently used ones are evicted past it");
 ABSL_FLAG(int, stream_max_inflight, 64,
@@ -149,6 +152,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   c.batch.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   c.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes);
   c.max_weight_bytes = absl::GetFlag(FLAGS_max_weight_bytes);
+  c.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   c.stream_max_inflight = absl::GetFlag(FLAGS_stream_max_inflight);
   c.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   for (const auto& [name, value] : {std::pair<absl::string_view, int64_t>{"workers_per_gpu", c.workers_per_gpu},
@@ -158,7 +162,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
                                     {"max_batch_bytes", c.batch.max_bytes},
                                     {"max_queue_bytes", c.max_queue_bytes},
                                     {"max_weight_bytes", c.max_weight_bytes},
-                                    {"stream_max_inflight", c.stream_max_inflight}}) {
+                                    {"stream_max_inflight", c.stream_max_inflight},
+                                    {"max_concurrent_streams", c.max_concurrent_streams}}) {
     if (absl::Status s = CheckPositive(name, value); !s.ok()) return s;
   }
   if (c.max_request_bytes > (int64_t{2} << 30) - 1) {

@@ -35,6 +35,7 @@ struct ServerConfig {
   int64_t max_request_bytes = 0;
   BatchLimits batch;
   int64_t max_queue_bytes = 0;
+  int max_concurrent_streams = 0;  // per HTTP/2 connection
   int64_t max_weight_bytes = 0;
   int stream_max_inflight = 0;
   absl::Duration drain_timeout;

@@ -38,6 +38,10 @@ struct WorkItem {
   // BatchExecutor::runs_on_caller_thread). Only where answering the item from inside the submit call
   // is safe: the unary handler, which holds no lock of its own there (a stream's reactor does).
   bool may_run_on_caller_thread = false;
+  // When true, the scheduler keeps this item's bytes charged against --max-queue-bytes after on_done,
+  // until the submitter calls Scheduler::ReleaseHeldBytes: the unary handler does, once gRPC has sent
+  // the response (a client that reads slowly keeps its responses in normd's memory till then).
+  bool hold_bytes_until_released = false;
   // True once the client has gone away; checked before any compute is spent on the item.
   std::function<bool()> is_cancelled;
   // Answers the client. Called exactly once, from any thread.

@@ -325,6 +325,64 @@ class SmallStream final : public grpc::ClientBidiReactor<NormalizeRequest, Norma
   std::atomic<int>* responses_;
 };
 
+// One NormalizeStream that writes one request, reads its response, and half-closes only when told.
+class HeldStream final : public grpc::ClientBidiReactor<NormalizeRequest, NormalizeResponse> {
+ public:
+  HeldStream(normd::v1::Normalizer::Stub* stub, const NormalizeRequest* request, absl::BlockingCounter* done,
+             std::atomic<int>* ok, std::atomic<int>* responses)
+      : done_(done), ok_(ok), responses_(responses) {
+    context_.set_deadline(In(absl::Seconds(60)));
+    stub->async()->NormalizeStream(&context_, this);
+    StartWrite(request);
+    StartRead(&response_);
+    StartCall();
+  }
+  void Close() { StartWritesDone(); }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    responses_->fetch_add(1);
+    StartRead(&response_);
+  }
+  void OnDone(const grpc::Status& status) override {
+    if (status.ok()) ok_->fetch_add(1);
+    done_->DecrementCount();
+  }
+
+ private:
+  grpc::ClientContext context_;
+  NormalizeResponse response_;
+  absl::BlockingCounter* done_;
+  std::atomic<int>* ok_;
+  std::atomic<int>* responses_;
+};
+
+// --max-concurrent-streams bounds the calls one connection has open in normd: with 60 streams held open
+// on one connection and a limit of 50, exactly 50 get their answer; the other 10 wait in the client (not
+// refused) and are served as soon as earlier streams close.
+TEST(HostileTest, StreamsBeyondTheConnectionLimitWaitForAFreeSlot) {
+  NormdProcess server;
+  ASSERT_TRUE(server.Start({"--backend=cpu", "--max-concurrent-streams=50"}).ok()) << server.log();
+  auto channel = server.NewChannel();
+  auto stub = normd::v1::Normalizer::NewStub(channel);
+  std::mt19937 rng(8);
+  const NormalizeRequest request = MakeRequest(DType::kBFloat16, 1, 256, false, rng);
+  constexpr int kStreams = 60, kLimit = 50;
+  absl::BlockingCounter done(kStreams);
+  std::atomic<int> ok{0}, responses{0};
+  std::vector<std::unique_ptr<HeldStream>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    streams.push_back(std::make_unique<HeldStream>(stub.get(), &request, &done, &ok, &responses));
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (responses.load() < kLimit && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
+  absl::SleepFor(absl::Milliseconds(500));  // time for any stream past the limit to get through, wrongly
+  EXPECT_EQ(responses.load(), kLimit) << "streams answered while " << kStreams << " were held open";
+  for (auto& stream : streams) stream->Close();
+  done.Wait();
+  EXPECT_EQ(ok.load(), kStreams);
+  EXPECT_EQ(responses.load(), kStreams);
+}
+
 TEST(HostileTest, TwoThousandStreamsOnOneConnection) {
   NormdProcess server;
   ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();

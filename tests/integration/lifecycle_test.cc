@@ -113,7 +113,7 @@ TEST(LifecycleTest, OverloadIsRefusedPromptlyAndMemoryStaysBounded) {
           int64_t prev = slowest_refusal_us.load();
           while (us > prev && !slowest_refusal_us.compare_exchange_weak(prev, us)) {}
         } else {
-          ++other;
+          if (++other == 1) ADD_FAILURE() << "first other error: " << status.error_code() << " " << status.error_message();
         }
         const int64_t rss = server.ResidentBytes();
         int64_t prev = max_rss.load();

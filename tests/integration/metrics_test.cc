@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -188,6 +189,67 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
   ASSERT_NE(WEXITSTATUS(lint_status), 127) << "promtool is not installed: run scripts/install-deps.sh";
   EXPECT_EQ(lint_status, 0) << lint_output;
   EXPECT_EQ(lint_output, "") << lint_output;
+}
+
+// The metrics endpoint carries counts and timings, never what clients sent: after requests whose
+// tensors, weight and request_id hold recognisable ASCII, none of it appears in /metrics, and every label
+// is one of normd's own (no label's value can come from a request).
+TEST(MetricsTest, ExpositionCarriesNoTensorDataWeightsOrRequestIds) {
+  NormdProcess server;
+  ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  // 16-bit values whose bytes read "tensorsecret0123" (each pair is a finite bf16 value).
+  auto ascii_tensor = [](const std::string& text, int64_t rows, int64_t hidden) {
+    normd::v1::Tensor t;
+    t.set_dtype(normd::v1::DTYPE_BFLOAT16);
+    t.add_shape(rows);
+    t.add_shape(hidden);
+    std::string data;
+    while (static_cast<int64_t>(data.size()) < rows * hidden * 2) data += text;
+    data.resize(static_cast<size_t>(rows * hidden * 2));
+    t.set_data(data);
+    return t;
+  };
+  normd::v1::RegisterWeightRequest reg;
+  *reg.mutable_weight() = ascii_tensor("weightsecret4567", 1, 64);
+  reg.mutable_weight()->clear_shape();
+  reg.mutable_weight()->add_shape(64);
+  normd::v1::RegisterWeightResponse reg_response;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->RegisterWeight(&context, reg, &reg_response).ok());
+  }
+  for (int i = 0; i < 10; ++i) {
+    normd::v1::NormalizeRequest request;
+    *request.mutable_input() = ascii_tensor("tensorsecret0123", 2, 64);
+    if (i % 2 == 0) {
+      *request.mutable_residual() = ascii_tensor("residualsecret89", 2, 64);
+      request.set_weight_id(reg_response.weight_id());
+    } else {
+      *request.mutable_weight() = ascii_tensor("inlineweightsecr", 1, 64);
+      request.mutable_weight()->clear_shape();
+      request.mutable_weight()->add_shape(64);
+    }
+    request.set_request_id("requestidsecret-" + std::to_string(i));
+    grpc::ClientContext context;
+    normd::v1::NormalizeResponse response;
+    const grpc::Status status = stub->Normalize(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  absl::StatusOr<std::string> metrics = HttpGet(server.metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  ASSERT_NE(metrics->find("normd_requests_total"), std::string::npos);  // it is the real exposition
+  for (const char* secret : {"secret", "tensorsec", "weightsec", "residualsec", "inlineweight", "requestid",
+                             reg_response.weight_id().c_str()}) {
+    EXPECT_EQ(metrics->find(secret), std::string::npos) << "/metrics contains '" << secret << "'";
+  }
+  const std::set<std::string> own_labels = {"method", "code", "device", "stage", "direction", "state",
+                                            "backend", "cuda", "version", "quantile", "le"};
+  for (const Sample& sample : Parse(*metrics).samples) {
+    for (const auto& [label, value] : sample.labels) {
+      EXPECT_TRUE(own_labels.count(label)) << sample.name << " has a label normd does not define: " << label;
+    }
+  }
 }
 
 }  // namespace

@@ -50,10 +50,12 @@ def main():
     p.add_argument("--max-queue-mib", type=int, default=16)
     p.add_argument("--slack-mib", type=int, default=128)
     p.add_argument("--out", default="/tmp/normd-overload")
+    p.add_argument("--normd-arg", action="append", default=[], help="extra normd flag (repeatable)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     normd, target = start_normd(args.build, args.out,
-                                ["--backend=cpu", f"--max-queue-bytes={args.max_queue_mib << 20}"], "overload")
+                                ["--backend=cpu", f"--max-queue-bytes={args.max_queue_mib << 20}"] + args.normd_arg,
+                                "overload")
     failures, report = [], []
     try:
         rss_idle = rss_bytes(normd.pid)
