@@ -56,15 +56,16 @@ bool ValidVectorsPerThread(DType d, int n) {
   return n == 1 || n == 2 || n == 4 || (n == 8 && d == DType::kFloat32);
 }
 
-template <typename T, bool kEarlyWeights, bool kResidual>
+template <typename T, bool kEarlyWeights, bool kResidual,
+          internal::WeightKind kW = internal::WeightKind::kEither>
 void (*RowKernelFor(int vectors_per_thread))(KernelParams) {
   switch (vectors_per_thread) {
     case 1:
-      return internal::RmsNormRowKernel<T, 1, kEarlyWeights, kResidual>;
+      return internal::RmsNormRowKernel<T, 1, kEarlyWeights, kResidual, kW>;
     case 2:
-      return internal::RmsNormRowKernel<T, 2, kEarlyWeights, kResidual>;
+      return internal::RmsNormRowKernel<T, 2, kEarlyWeights, kResidual, kW>;
     case 4:
-      return internal::RmsNormRowKernel<T, 4, kEarlyWeights, kResidual>;
+      return internal::RmsNormRowKernel<T, 4, kEarlyWeights, kResidual, kW>;
     case 8:
       // fp32 only (H up to 16384 in 512 threads); the early-weight variant spills, so never that.
       if constexpr (sizeof(T) == 4) return internal::RmsNormRowKernel<T, 8, false, kResidual>;
@@ -87,8 +88,20 @@ cudaError_t LaunchTyped(const KernelParams& params, const KernelShape& shape, bo
     kernel = residual ? RowKernelFor<T, true, true>(shape.vectors_per_thread)
                       : RowKernelFor<T, true, false>(shape.vectors_per_thread);
   } else {
-    kernel = residual ? RowKernelFor<T, false, true>(shape.vectors_per_thread)
-                      : RowKernelFor<T, false, false>(shape.vectors_per_thread);
+    if constexpr (sizeof(T) == 2) {
+      // Throughput-bound, one segment whose weights are 16-bit like its input: the kernel variant
+      // that keeps half the weight registers (see WeightKind). Only here: latency-bound launches are
+      // not short of registers, and a batched launch's segments may mix weight dtypes.
+      if (params.table == nullptr && params.single.weight_dtype != DType::kFloat32) {
+        constexpr auto kLike = internal::WeightKind::kLikeInput;
+        kernel = residual ? RowKernelFor<T, false, true, kLike>(shape.vectors_per_thread)
+                          : RowKernelFor<T, false, false, kLike>(shape.vectors_per_thread);
+      }
+    }
+    if (kernel == nullptr) {
+      kernel = residual ? RowKernelFor<T, false, true>(shape.vectors_per_thread)
+                        : RowKernelFor<T, false, false>(shape.vectors_per_thread);
+    }
   }
   if (kernel == nullptr) return cudaErrorInvalidValue;
 

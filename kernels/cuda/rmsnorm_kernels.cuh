@@ -99,26 +99,40 @@ __device__ __forceinline__ float GroupSum(float v, int group_threads, float* war
   return total;
 }
 
+// What the kernel knows of the weights' dtype when it is compiled. kEither: fp32 or the input's
+// dtype, read from the segment at run time (batched launches, whose segments may differ), with room
+// for fp32 weights in registers. kLikeInput: the input's dtype, known by the launcher: for 16-bit
+// inputs half the weight registers, which the register-capped throughput kernels need (fp16 spilled).
+enum class WeightKind { kEither, kLikeInput };
+
+template <typename T, WeightKind kW>
+inline constexpr int kWeightVecs = kW == WeightKind::kLikeInput ? 1 : kFp32WeightVecs<T>;
+
+template <WeightKind kW>
+__device__ __forceinline__ bool WeightsAreFp32(const RmsNormSegment& s) {
+  return kW == WeightKind::kEither && s.weight_dtype == DType::kFloat32;
+}
+
 // Weight vector j of a row (the weights for elements j*kV .. j*kV + kV-1), raw.
-template <typename T>
+template <typename T, WeightKind kW = WeightKind::kEither>
 __device__ __forceinline__ void LoadWeightVec(const RmsNormSegment& s, int64_t j,
-                                              uint4 (&raw)[kFp32WeightVecs<T>]) {
-  if (s.weight_dtype == DType::kFloat32) {
+                                              uint4 (&raw)[kWeightVecs<T, kW>]) {
+  if (WeightsAreFp32<kW>(s)) {
 #pragma unroll
-    for (int q = 0; q < kFp32WeightVecs<T>; ++q)
-      raw[q] = LoadVecReadOnly(s.weight, j * kFp32WeightVecs<T> + q);
+    for (int q = 0; q < kWeightVecs<T, kW>; ++q)
+      raw[q] = LoadVecReadOnly(s.weight, j * kWeightVecs<T, kW> + q);
   } else {
     raw[0] = LoadVecReadOnly(s.weight, j);
   }
 }
 
-template <typename T>
+template <typename T, WeightKind kW = WeightKind::kEither>
 __device__ __forceinline__ void UnpackWeightVec(const RmsNormSegment& s,
-                                                const uint4 (&raw)[kFp32WeightVecs<T>],
+                                                const uint4 (&raw)[kWeightVecs<T, kW>],
                                                 float (&w)[kVecElems<T>]) {
-  if (s.weight_dtype == DType::kFloat32) {
+  if (WeightsAreFp32<kW>(s)) {
 #pragma unroll
-    for (int q = 0; q < kFp32WeightVecs<T>; ++q) {
+    for (int q = 0; q < kWeightVecs<T, kW>; ++q) {
       w[4 * q + 0] = __uint_as_float(raw[q].x);
       w[4 * q + 1] = __uint_as_float(raw[q].y);
       w[4 * q + 2] = __uint_as_float(raw[q].z);
@@ -129,10 +143,9 @@ __device__ __forceinline__ void UnpackWeightVec(const RmsNormSegment& s,
   }
 }
 
-template <typename T>
+template <typename T, WeightKind kW = WeightKind::kEither>
 __device__ __forceinline__ float WeightAt(const RmsNormSegment& s, int64_t i) {
-  return s.weight_dtype == DType::kFloat32 ? __ldg(static_cast<const float*>(s.weight) + i)
-                                           : LoadScalar<T>(s.weight, i);
+  return WeightsAreFp32<kW>(s) ? __ldg(static_cast<const float*>(s.weight) + i) : LoadScalar<T>(s.weight, i);
 }
 
 // Hides a value from the optimizer: it must stay in registers as is and cannot be reused from an
@@ -196,11 +209,12 @@ inline constexpr int kRowMinBlocks = (!kResidual && !kEarlyWeights && kN <= 4) ?
 // kernel keeps half the registers live. The row is held raw (as loaded) and converted twice:
 // converting is cheaper than the registers of a float copy, which would cut the rows in flight per
 // multiprocessor.
-template <typename T, int kN, bool kEarlyWeights, bool kResidual>
+// kW: see WeightKind.
+template <typename T, int kN, bool kEarlyWeights, bool kResidual, WeightKind kW = WeightKind::kEither>
 __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeights, kResidual>)
     RmsNormRowKernel(const __grid_constant__ KernelParams p) {
   constexpr int kV = kVecElems<T>;
-  constexpr int kWV = kFp32WeightVecs<T>;
+  constexpr int kWV = kWeightVecs<T, kW>;
   constexpr int kR = kResidual ? kN : 1;
   __shared__ float warp_sums[kMaxBlockThreads / 32];
 
@@ -228,7 +242,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeig
 #pragma unroll
       for (int k = 0; k < kN; ++k) {
         const int64_t j = t + static_cast<int64_t>(k) * G;
-        if (j < nv) LoadWeightVec<T>(seg, j, wraw[k]);
+        if (j < nv) LoadWeightVec<T, kW>(seg, j, wraw[k]);
       }
       weights_loaded = true;
     }
@@ -264,7 +278,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeig
 #pragma unroll
       for (int k = 0; k < kN; ++k) {
         const int64_t j = t + static_cast<int64_t>(k) * G;
-        if (j < nv) LoadWeightVec<T>(seg, j, wraw[k]);
+        if (j < nv) LoadWeightVec<T, kW>(seg, j, wraw[k]);
       }
     }
   }
@@ -340,7 +354,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeig
 #pragma unroll
     for (int k = 0; k < kN; ++k) {
       const int64_t j = t + static_cast<int64_t>(k) * G;
-      if (!kEarlyWeights && j < nv) LoadWeightVec<T>(seg, j, wraw[k]);
+      if (!kEarlyWeights && j < nv) LoadWeightVec<T, kW>(seg, j, wraw[k]);
     }
 #pragma unroll
     for (int k = 0; k < kN; ++k) {
@@ -349,7 +363,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeig
         float h[kV];
         RowValues<T, kResidual>(xraw[k], hf[kResidual ? k : 0], h);
         float w[kV];
-        UnpackWeightVec<T>(seg, wraw[k], w);
+        UnpackWeightVec<T, kW>(seg, wraw[k], w);
         float y[kV];
 #pragma unroll
         for (int v = 0; v < kV; ++v) y[v] = h[v] * inv_rms * (offset + w[v]);
@@ -367,7 +381,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeig
       for (int v = 0; v < kV; ++v) {
         const int64_t e = t + static_cast<int64_t>(k * kV + v) * G;
         if (e < H) {
-          StoreScalar<T>(seg.output, base + e, h[v] * inv_rms * (offset + WeightAt<T>(seg, e)));
+          StoreScalar<T>(seg.output, base + e, h[v] * inv_rms * (offset + WeightAt<T, kW>(seg, e)));
           if (has_residual) StoreScalar<T>(seg.residual_out, base + e, h[v]);
         }
       }
