@@ -77,7 +77,7 @@ class Client::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     }
     const std::shared_ptr<Weight::State>& weight = prepared_->weight_->state_;
     {
-      absl::MutexLock lock(&weight->mu);
+      normd::MutexLock lock(&weight->mu);
       weight->id = register_response_.weight_id();
     }
     retry_ = prepared_->proto();
@@ -141,18 +141,18 @@ Client::Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel, in
       health_(grpc::health::v1::Health::NewStub(channel_)) {}
 
 Client::~Client() {
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
       +[](int64_t* n) { return *n == 0; }, &async_in_flight_));
 }
 
 void Client::BeginAsync() {
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   ++async_in_flight_;
 }
 
 void Client::EndAsync() {
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   --async_in_flight_;
 }
 
@@ -279,7 +279,7 @@ absl::Status Client::Reregister(const Weight& weight, absl::Time deadline) {
   *request.mutable_weight() = weight.state_->tensor;
   normd::v1::RegisterWeightResponse response;
   NORMD_CLIENT_RETURN_IF_ERROR(FromGrpcStatus(stub_->RegisterWeight(&context, request, &response)));
-  absl::MutexLock lock(&weight.state_->mu);
+  normd::MutexLock lock(&weight.state_->mu);
   weight.state_->id = response.weight_id();
   return absl::OkStatus();
 }

@@ -29,7 +29,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "base/mutex.h"
 #include "client/channel.h"
 #include "client/request.h"
 #include "client/stream_session.h"
@@ -98,7 +98,7 @@ class Client {
   const std::unique_ptr<normd::v1::Normalizer::Stub> stub_;
   const std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 
-  absl::Mutex mu_;
+  normd::Mutex mu_;
   int64_t async_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -5,7 +5,7 @@
 namespace normd {
 
 std::string Weight::id() const {
-  absl::MutexLock lock(&state_->mu);
+  normd::MutexLock lock(&state_->mu);
   return state_->id;
 }
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "base/mutex.h"
 #include "absl/time/time.h"
 #include "client/tensor.h"
 #include "normd/v1/normd.pb.h"
@@ -36,7 +36,7 @@ class Weight {
     DType dtype = DType::kFloat32;
     int64_t hidden = 0;
     normd::v1::Tensor tensor;  // what RegisterWeight sends
-    mutable absl::Mutex mu;
+    mutable normd::Mutex mu;
     std::string id ABSL_GUARDED_BY(mu);
   };
   explicit Weight(std::shared_ptr<State> state) : state_(std::move(state)) {}

@@ -33,7 +33,7 @@ class StreamSession::Reactor final
   bool Enqueue(Entry& entry) {
     const normd::v1::NormalizeRequest* to_write = nullptr;
     {
-      absl::MutexLock lock(&mu_);
+      normd::MutexLock lock(&mu_);
       if (dead_ || closing_) return false;
       unwritten_.push_back(std::move(entry));
       to_write = NextWriteLocked();
@@ -45,7 +45,7 @@ class StreamSession::Reactor final
   void Close() {
     bool writes_done = false;
     {
-      absl::MutexLock lock(&mu_);
+      normd::MutexLock lock(&mu_);
       closing_ = true;
       writes_done = ReleaseHoldLocked();
     }
@@ -56,7 +56,7 @@ class StreamSession::Reactor final
     const normd::v1::NormalizeRequest* to_write = nullptr;
     bool release = false;
     {
-      absl::MutexLock lock(&mu_);
+      normd::MutexLock lock(&mu_);
       writing_ = false;
       if (!ok) dead_ = true;
       to_write = NextWriteLocked();
@@ -70,7 +70,7 @@ class StreamSession::Reactor final
     if (!ok) {
       bool release = false;
       {
-        absl::MutexLock lock(&mu_);
+        normd::MutexLock lock(&mu_);
         dead_ = true;
         release = ReleaseHoldLocked();
       }
@@ -79,7 +79,7 @@ class StreamSession::Reactor final
     }
     Entry entry;
     {
-      absl::MutexLock lock(&mu_);
+      normd::MutexLock lock(&mu_);
       entry = std::move(awaiting_.front());
       awaiting_.pop_front();
     }
@@ -91,7 +91,7 @@ class StreamSession::Reactor final
   void OnDone(const grpc::Status& grpc_status) override {
     std::deque<Entry> left;
     {
-      absl::MutexLock lock(&mu_);
+      normd::MutexLock lock(&mu_);
       left = std::move(awaiting_);
       for (Entry& e : unwritten_) left.push_back(std::move(e));
       unwritten_.clear();
@@ -144,7 +144,7 @@ class StreamSession::Reactor final
   void Release() {
     bool half_close;
     {
-      absl::MutexLock lock(&mu_);
+      normd::MutexLock lock(&mu_);
       half_close = half_close_;
     }
     if (half_close) StartWritesDone();
@@ -155,7 +155,7 @@ class StreamSession::Reactor final
   Client* const client_;
   grpc::ClientContext context_;
   normd::v1::NormalizeResponse response_;  // the read in flight; only gRPC's read path touches it
-  absl::Mutex mu_;
+  normd::Mutex mu_;
   std::deque<Entry> unwritten_ ABSL_GUARDED_BY(mu_);
   std::deque<Entry> awaiting_ ABSL_GUARDED_BY(mu_);  // written (or being written), oldest first
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
@@ -176,7 +176,7 @@ void StreamSession::Send(std::shared_ptr<const PreparedRequest> request, Normali
   for (int tries = 0; tries < 3; ++tries) {
     Reactor* reactor;
     {
-      absl::MutexLock lock(&mu_);
+      normd::MutexLock lock(&mu_);
       if (finished_) break;
       if (current_ == nullptr) {
         current_ = new Reactor(this, client_);
@@ -186,13 +186,13 @@ void StreamSession::Send(std::shared_ptr<const PreparedRequest> request, Normali
       ++unanswered_;
     }
     if (reactor->Enqueue(entry)) return;
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     --unanswered_;
     if (current_ == reactor) current_ = nullptr;
   }
   bool finished;
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     finished = finished_;
     if (!finished) ++unanswered_;
   }
@@ -218,13 +218,13 @@ std::future<absl::StatusOr<NormalizeResult>> StreamSession::Send(std::shared_ptr
 absl::Status StreamSession::Finish() {
   Reactor* reactor;
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     finished_ = true;
     reactor = current_;
     current_ = nullptr;
   }
   if (reactor != nullptr) reactor->Close();
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
       +[](StreamSession* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->live_reactors_ == 0 && s->unanswered_ == 0; },
       this));
@@ -232,19 +232,19 @@ absl::Status StreamSession::Finish() {
 }
 
 void StreamSession::DetachReactor(Reactor* reactor) {
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   if (current_ == reactor) current_ = nullptr;
 }
 
 void StreamSession::OnReactorDone(const absl::Status& status) {
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   --live_reactors_;
   const bool retried = status.code() == absl::StatusCode::kNotFound || status.code() == absl::StatusCode::kUnavailable;
   if (!status.ok() && !retried && first_error_.ok()) first_error_ = status;
 }
 
 void StreamSession::OnAnswered() {
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   --unanswered_;
 }
 

@@ -20,7 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "base/mutex.h"
 #include "client/request.h"
 
 namespace normd {
@@ -50,7 +50,7 @@ class StreamSession {
   void OnAnswered();
 
   Client* const client_;
-  absl::Mutex mu_;
+  normd::Mutex mu_;
   Reactor* current_ ABSL_GUARDED_BY(mu_) = nullptr;  // the stream new requests go to; owns itself
   int live_reactors_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;

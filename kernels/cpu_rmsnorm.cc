@@ -91,6 +91,28 @@ HWY_INLINE void StoreLowBits16(bool stream, hn::Vec<DU32> bits, uint16_t* p) {
   StoreVector(stream, hn::DemoteTo(DU16(), hn::BitCast(DI32(), bits)), DU16(), p);
 }
 
+// Stores one 16-bit half of every 32-bit lane of two vectors, lo's lanes first: the high halves (where
+// bf16 rounding leaves its result) or the low ones (fp16's), with one two-source permute. The low
+// halves must each be below 2^16 in value, as StoreLowBits16 needs on the one-lane target.
+template <bool kHighHalves>
+HWY_INLINE void StoreHalves16(bool stream, hn::Vec<DU32> lo, hn::Vec<DU32> hi, uint16_t* p) {
+#if HWY_TARGET == HWY_SCALAR  // one lane: no permutes, and nothing to gain from them
+  if constexpr (kHighHalves) {
+    lo = hn::ShiftRight<16>(lo);
+    hi = hn::ShiftRight<16>(hi);
+  }
+  StoreLowBits16(stream, lo, p);
+  StoreLowBits16(stream, hi, p + 1);
+#else
+  const DU16Full d;
+  if constexpr (kHighHalves) {
+    StoreVector(stream, hn::ConcatOdd(d, hn::BitCast(d, hi), hn::BitCast(d, lo)), d, p);
+  } else {
+    StoreVector(stream, hn::ConcatEven(d, hn::BitCast(d, hi), hn::BitCast(d, lo)), d, p);
+  }
+#endif
+}
+
 struct BF16Codec {
   using Storage = uint16_t;
   static float LoadScalar(uint16_t v) { return BFloat16ToFloat(v); }
@@ -112,13 +134,7 @@ struct BF16Codec {
     StoreLowBits16(stream, hn::ShiftRight<16>(RoundedHigh(v)), p);
   }
   static HWY_INLINE void Store2(bool stream, VF lo, VF hi, uint16_t* p) {
-#if HWY_TARGET == HWY_SCALAR  // one lane: no permutes, and nothing to gain from them
-    Store(stream, lo, p);
-    Store(stream, hi, p + 1);
-#else
-    const DU16Full d;
-    StoreVector(stream, hn::ConcatOdd(d, hn::BitCast(d, RoundedHigh(hi)), hn::BitCast(d, RoundedHigh(lo))), d, p);
-#endif
+    StoreHalves16<true>(stream, RoundedHigh(lo), RoundedHigh(hi), p);
   }
 };
 
@@ -165,13 +181,7 @@ struct F16Codec {
   }
   static HWY_INLINE void Store(bool stream, VF v, uint16_t* p) { StoreLowBits16(stream, RoundedLow(v), p); }
   static HWY_INLINE void Store2(bool stream, VF lo, VF hi, uint16_t* p) {
-#if HWY_TARGET == HWY_SCALAR
-    Store(stream, lo, p);
-    Store(stream, hi, p + 1);
-#else
-    const DU16Full d;
-    StoreVector(stream, hn::ConcatEven(d, hn::BitCast(d, RoundedLow(hi)), hn::BitCast(d, RoundedLow(lo))), d, p);
-#endif
+    StoreHalves16<false>(stream, RoundedLow(lo), RoundedLow(hi), p);
   }
 };
 

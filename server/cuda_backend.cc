@@ -32,26 +32,16 @@ absl::StatusOr<std::vector<int>> ParseGpus(const std::string& text, int visible)
   return gpus;
 }
 
-// A device-to-device copy of 256 MiB, median of 5 after a warm-up, counting bytes read plus written:
-// the practical ceiling of a memory-bound kernel on this GPU (about 4.3 TB/s on an H200 here).
-double MeasureDeviceCopyBytesPerSecond(int device) {
-  constexpr size_t kBytes = size_t{256} << 20;
-  cudaSetDevice(device);
-  void *from = nullptr, *to = nullptr;
-  if (cudaMalloc(&from, kBytes) != cudaSuccess) return 0;
-  if (cudaMalloc(&to, kBytes) != cudaSuccess) {
-    cudaFree(from);
-    return 0;
-  }
+// The median time of 5 copies of `bytes` (after one warm-up copy), in seconds; 0 if none could be timed.
+double MedianCopySeconds(void* to, const void* from, size_t bytes, cudaMemcpyKind kind) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
-  cudaMemset(from, 1, kBytes);
-  cudaMemcpy(to, from, kBytes, cudaMemcpyDeviceToDevice);
+  cudaMemcpy(to, from, bytes, kind);
   std::vector<float> ms(5);
   for (float& m : ms) {
     cudaEventRecord(start);
-    cudaMemcpyAsync(to, from, kBytes, cudaMemcpyDeviceToDevice);
+    cudaMemcpyAsync(to, from, bytes, kind);
     cudaEventRecord(stop);
     cudaEventSynchronize(stop);
     cudaEventElapsedTime(&m, start, stop);
@@ -59,10 +49,26 @@ double MeasureDeviceCopyBytesPerSecond(int device) {
   std::sort(ms.begin(), ms.end());
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+  cudaGetLastError();
+  return ms[2] > 0 ? ms[2] * 1e-3 : 0.0;
+}
+
+// A device-to-device copy of 256 MiB, counting bytes read plus written: the practical ceiling of a
+// memory-bound kernel on this GPU (about 4.3 TB/s on an H200 here).
+double MeasureDeviceCopyBytesPerSecond(int device) {
+  constexpr size_t kBytes = size_t{256} << 20;
+  cudaSetDevice(device);
+  void *from = nullptr, *to = nullptr;
+  double bytes_per_second = 0;
+  if (cudaMalloc(&from, kBytes) == cudaSuccess && cudaMalloc(&to, kBytes) == cudaSuccess) {
+    cudaMemset(from, 1, kBytes);
+    const double seconds = MedianCopySeconds(to, from, kBytes, cudaMemcpyDeviceToDevice);
+    if (seconds > 0) bytes_per_second = 2.0 * kBytes / seconds;
+  }
   cudaFree(from);
   cudaFree(to);
   cudaGetLastError();
-  return ms[2] > 0 ? 2.0 * kBytes / (ms[2] * 1e-3) : 0;
+  return bytes_per_second;
 }
 
 struct HostLinkBandwidth {
@@ -70,44 +76,23 @@ struct HostLinkBandwidth {
   double d2h = 0;
 };
 
-// Copies of 64 MiB between pinned host memory and the device each way, median of 5 after a warm-up:
-// the PCIe (or C2C) rate that large requests' transfers can reach, against which the pipelined
-// launches' device time is judged (docs/BENCHMARKS.md).
+// Copies of 64 MiB between pinned host memory and the device each way: the PCIe (or C2C) rate that
+// large requests' transfers can reach, against which the pipelined launches' device time is judged
+// (docs/BENCHMARKS.md).
 HostLinkBandwidth MeasureHostLinkBandwidth(int device) {
   constexpr size_t kBytes = size_t{64} << 20;
   cudaSetDevice(device);
   void *host = nullptr, *dev = nullptr;
   HostLinkBandwidth result;
-  if (cudaHostAlloc(&host, kBytes, cudaHostAllocDefault) != cudaSuccess) return result;
-  if (cudaMalloc(&dev, kBytes) != cudaSuccess) {
-    cudaFreeHost(host);
-    return result;
+  if (cudaHostAlloc(&host, kBytes, cudaHostAllocDefault) == cudaSuccess && cudaMalloc(&dev, kBytes) == cudaSuccess) {
+    std::memset(host, 1, kBytes);
+    const double up = MedianCopySeconds(dev, host, kBytes, cudaMemcpyHostToDevice);
+    const double down = MedianCopySeconds(host, dev, kBytes, cudaMemcpyDeviceToHost);
+    if (up > 0) result.h2d = kBytes / up;
+    if (down > 0) result.d2h = kBytes / down;
   }
-  std::memset(host, 1, kBytes);
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  auto median_bytes_per_second = [&](cudaMemcpyKind kind) {
-    void* to = kind == cudaMemcpyHostToDevice ? dev : host;
-    const void* from = kind == cudaMemcpyHostToDevice ? host : dev;
-    cudaMemcpy(to, from, kBytes, kind);
-    std::vector<float> ms(5);
-    for (float& m : ms) {
-      cudaEventRecord(start);
-      cudaMemcpyAsync(to, from, kBytes, kind);
-      cudaEventRecord(stop);
-      cudaEventSynchronize(stop);
-      cudaEventElapsedTime(&m, start, stop);
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[2] > 0 ? kBytes / (ms[2] * 1e-3) : 0.0;
-  };
-  result.h2d = median_bytes_per_second(cudaMemcpyHostToDevice);
-  result.d2h = median_bytes_per_second(cudaMemcpyDeviceToHost);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   cudaFree(dev);
-  cudaFreeHost(host);
+  if (host != nullptr) cudaFreeHost(host);
   cudaGetLastError();
   return result;
 }

@@ -29,6 +29,23 @@ absl::Duration EventGap(cudaEvent_t from, cudaEvent_t to) {
   return absl::Microseconds(static_cast<int64_t>(ms * 1000.0f));
 }
 
+// One kernel launch over a whole packed launch on `stream`. One request: its segment goes by value (from
+// the host copy of the table), so the kernel need not read a table first; several: the kernel reads the
+// table at `device_table`.
+cudaError_t LaunchWholeKernel(const Launch& launch, const void* host_table, const void* device_table,
+                              cudaStream_t stream) {
+  if (launch.items.size() == 1) {
+    return cuda::RmsNorm(launch.dtype, launch.hidden, *static_cast<const RmsNormSegment*>(host_table), stream);
+  }
+  RmsNormLaunch device_launch;
+  device_launch.dtype = launch.dtype;
+  device_launch.hidden = launch.hidden;
+  device_launch.total_rows = launch.rows;
+  device_launch.segments = static_cast<const RmsNormSegment*>(device_table);
+  device_launch.num_segments = static_cast<int32_t>(launch.items.size());
+  return cuda::RmsNormBatched(device_launch, stream);
+}
+
 }  // namespace
 
 CudaExecutor::CudaExecutor(int device, int worker_index, int64_t weight_cache_bytes, int64_t zero_copy_max_bytes,
@@ -227,24 +244,13 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
   return absl::OkStatus();
 }
 
-// The kernel reads a table of segments when it covers several requests: here it reads it through the
-// pinned buffer's mapping too, like the rows.
+// A table of several segments is read through the pinned buffer's mapping too, like the rows.
 cudaError_t CudaExecutor::EnqueueZeroCopy(Slot& slot, const Launch& launch) {
   cudaEventRecord(slot.events[0], stream_);
   cudaEventRecord(slot.events[1], stream_);  // no upload: the h2d stage is empty
-  cudaError_t e;
-  if (launch.items.size() == 1) {
-    e = cuda::RmsNorm(launch.dtype, launch.hidden, *static_cast<const RmsNormSegment*>(slot.in.host), stream_);
-  } else {
-    RmsNormLaunch device_launch;
-    device_launch.dtype = launch.dtype;
-    device_launch.hidden = launch.hidden;
-    device_launch.total_rows = launch.rows;
-    device_launch.segments = static_cast<const RmsNormSegment*>(slot.in.host_on_device);
-    device_launch.num_segments = static_cast<int32_t>(launch.items.size());
-    e = cuda::RmsNormBatched(device_launch, stream_);
+  if (cudaError_t e = LaunchWholeKernel(launch, slot.in.host, slot.in.host_on_device, stream_); e != cudaSuccess) {
+    return e;
   }
-  if (e != cudaSuccess) return e;
   cudaEventRecord(slot.events[2], stream_);
   // Kernel completion makes its writes to host memory visible to the host thread that waits for it.
   return cudaEventRecord(slot.events[3], stream_);
@@ -257,18 +263,7 @@ cudaError_t CudaExecutor::EnqueueWhole(Slot& slot, const Launch& launch) {
                                   cudaMemcpyHostToDevice, stream_);
   if (e != cudaSuccess) return e;
   cudaEventRecord(slot.events[1], stream_);
-  if (launch.items.size() == 1) {
-    // One request: the segment goes by value, so the kernel need not read a table first.
-    e = cuda::RmsNorm(launch.dtype, launch.hidden, *static_cast<const RmsNormSegment*>(slot.in.host), stream_);
-  } else {
-    RmsNormLaunch device_launch;
-    device_launch.dtype = launch.dtype;
-    device_launch.hidden = launch.hidden;
-    device_launch.total_rows = launch.rows;
-    device_launch.segments = static_cast<const RmsNormSegment*>(slot.in.dev);
-    device_launch.num_segments = static_cast<int32_t>(launch.items.size());
-    e = cuda::RmsNormBatched(device_launch, stream_);
-  }
+  e = LaunchWholeKernel(launch, slot.in.host, slot.in.dev, stream_);
   if (e != cudaSuccess) return e;
   cudaEventRecord(slot.events[2], stream_);
   e = cudaMemcpyAsync(slot.out.host, slot.out.dev, static_cast<size_t>(layout.down_bytes),

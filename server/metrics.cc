@@ -135,7 +135,7 @@ void ServerMetrics::RequestDone(absl::string_view method, const absl::Status& st
   prometheus::Counter* counter;
   prometheus::Histogram* histogram;
   {
-    absl::MutexLock lock(&series_mu_);
+    normd::MutexLock lock(&series_mu_);
     auto it = methods_.find(method);
     if (it == methods_.end()) {
       it = methods_.emplace(std::string(method), MethodSeries{}).first;
@@ -168,7 +168,7 @@ void ServerMetrics::Launch(absl::string_view device, int64_t rows, int64_t reque
   // The kernel's achieved bandwidth: on the CPU backend the whole computation is the "kernel".
   const absl::Duration kernel_time = stages.kernel > absl::ZeroDuration() ? stages.kernel : stages.cpu;
   const bool has_bandwidth = kernel_time > absl::ZeroDuration() && kernel_bytes > 0;
-  absl::MutexLock lock(&series_mu_);  // observations are atomic; the lock is for the lookups only
+  normd::MutexLock lock(&series_mu_);  // observations are atomic; the lock is for the lookups only
   auto it = devices_.find(device);
   if (it == devices_.end()) {
     it = devices_.emplace(std::string(device), DeviceSeries{}).first;

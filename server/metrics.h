@@ -24,7 +24,7 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
+#include "base/mutex.h"
 #include "absl/time/time.h"
 
 namespace normd {
@@ -87,7 +87,7 @@ class ServerMetrics {
   };
 
   std::shared_ptr<prometheus::Registry> registry_;
-  absl::Mutex series_mu_;  // guards the two maps and the lazily filled pointers in their values
+  normd::Mutex series_mu_;  // guards the two maps and the lazily filled pointers in their values
   absl::node_hash_map<std::string, MethodSeries> methods_ ABSL_GUARDED_BY(series_mu_);
   absl::node_hash_map<std::string, DeviceSeries> devices_ ABSL_GUARDED_BY(series_mu_);
   prometheus::Family<prometheus::Counter>* requests_total_;

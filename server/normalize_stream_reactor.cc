@@ -31,7 +31,7 @@ absl::Status NormalizeStreamReactor::StreamError(const Slot& slot, const absl::S
 void NormalizeStreamReactor::OnReadDone(bool ok) {
   Slot* admitted = nullptr;
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     read_outstanding_ = false;
     std::unique_ptr<Slot> slot = std::move(reading_);
     // Once the stream has failed it may already have finished with this read outstanding, and the read
@@ -65,7 +65,7 @@ void NormalizeStreamReactor::Admit(Slot* raw) {
       raw->parsed.ok() ? ValidateNormalizeRequest(raw->request, limits_, weights_) : raw->parsed;
   if (!validated.ok()) {
     if (metrics_ != nullptr) metrics_->RequestDone("NormalizeStream", validated.status(), absl::Now() - raw->received);
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     raw->done = true;
     raw->status = validated.status();
     reads_done_ = true;  // nothing after a bad message is read
@@ -95,7 +95,7 @@ void NormalizeStreamReactor::CompleteSlot(Slot* slot, const absl::Status& status
   // unless the decision taken here (a write, a read, or Finish) keeps the reactor alive for it.
   Next next;
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     slot->done = true;
     slot->status = status;
     next = DecideLocked();
@@ -105,7 +105,7 @@ void NormalizeStreamReactor::CompleteSlot(Slot* slot, const absl::Status& status
 
 void NormalizeStreamReactor::OnWriteDone(bool ok) {
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     write_outstanding_ = false;
     slots_.pop_front();
     if (!ok && stream_status_.ok()) {
@@ -119,7 +119,7 @@ void NormalizeStreamReactor::OnWriteDone(bool ok) {
 void NormalizeStreamReactor::Pump() {
   Next next;
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     next = DecideLocked();
   }
   Act(next);

@@ -23,7 +23,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "base/mutex.h"
 #include "normd/v1/normd.pb.h"
 #include "server/metrics.h"
 #include "server/request_validation.h"
@@ -81,7 +81,7 @@ class NormalizeStreamReactor final
   const size_t max_inflight_;
   ServerMetrics* const metrics_;  // may be null
 
-  absl::Mutex mu_;
+  normd::Mutex mu_;
   std::deque<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);  // front: next response to write
   std::unique_ptr<Slot> reading_ ABSL_GUARDED_BY(mu_);           // target of the outstanding read
   int64_t next_index_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,5 +1,6 @@
 #include "server/normalizer_service.h"
 
+#include <atomic>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -27,15 +28,19 @@ class NormalizeCallReactor : public grpc::ServerUnaryReactor {
  public:
   explicit NormalizeCallReactor(Scheduler& scheduler) : scheduler_(scheduler) {}
   // Set before submitting (the answer may come before Submit returns); zero if it was refused.
-  void set_held_bytes(int64_t bytes) { held_bytes_ = bytes; }
+  void set_held_bytes(int64_t bytes) { held_bytes_.store(bytes, std::memory_order_relaxed); }
   void OnDone() override {
-    if (held_bytes_ > 0) scheduler_.ReleaseHeldBytes(held_bytes_);
+    // OnDone may run on another gRPC thread than the handler; gRPC orders the two, but out of sight of
+    // ThreadSanitizer (an uninstrumented library), hence the atomic.
+    if (const int64_t bytes = held_bytes_.load(std::memory_order_relaxed); bytes > 0) {
+      scheduler_.ReleaseHeldBytes(bytes);
+    }
     delete this;
   }
 
  private:
   Scheduler& scheduler_;
-  int64_t held_bytes_ = 0;
+  std::atomic<int64_t> held_bytes_{0};
 };
 
 }  // namespace

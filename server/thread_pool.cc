@@ -25,7 +25,7 @@ ThreadPool::ThreadPool(int threads) {
 
 ThreadPool::~ThreadPool() {
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     stopping_ = true;
   }
   for (auto& t : helpers_) t.join();
@@ -35,7 +35,7 @@ void ThreadPool::RunTasks() {
   const std::function<void(int64_t)>* task;
   int64_t count;
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     task = task_;
     count = task_count_;
   }
@@ -48,14 +48,14 @@ void ThreadPool::HelperLoop() {
   WakeArgs args{&stopping_, &generation_, 0};
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
+      normd::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(&HelperShouldWake, &args));
       if (stopping_) return;
       args.seen_generation = generation_;
       ++busy_helpers_;
     }
     RunTasks();
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     --busy_helpers_;
   }
 }
@@ -67,7 +67,7 @@ void ThreadPool::ParallelFor(int64_t tasks, const std::function<void(int64_t)>& 
     return;
   }
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     task_ = &task;
     task_count_ = tasks;
     next_task_.store(0);
@@ -76,7 +76,7 @@ void ThreadPool::ParallelFor(int64_t tasks, const std::function<void(int64_t)>& 
   RunTasks();
   // Every task has been claimed once RunTasks returns; wait for helpers still running theirs, then
   // retire the task so that a late-waking helper cannot touch it after we return.
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(&NoHelperBusy, &busy_helpers_));
   task_ = nullptr;
 }

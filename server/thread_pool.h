@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "base/mutex.h"
 
 namespace normd {
 
@@ -32,7 +32,7 @@ class ThreadPool {
   void HelperLoop();
   void RunTasks();
 
-  absl::Mutex mu_;
+  normd::Mutex mu_;
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped for each ParallelFor
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int busy_helpers_ ABSL_GUARDED_BY(mu_) = 0;

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
+#include "base/mutex.h"
 #include "absl/time/clock.h"
 #include "kernels/dtype.h"
 
@@ -15,7 +15,7 @@ absl::Status WarmUpWorkers(const std::vector<std::unique_ptr<Worker>>& workers) 
   std::vector<float> input(kHidden), weight(kHidden, 1.0f), output(kHidden, NAN);
   for (int64_t i = 0; i < kHidden; ++i) input[static_cast<size_t>(i)] = static_cast<float>(i % 7) - 3.0f;
   for (size_t w = 0; w < workers.size(); ++w) {
-    absl::Notification done;
+    normd::Notification done;
     absl::Status result;
     auto item = std::make_unique<WorkItem>();
     item->request.dtype = DType::kFloat32;

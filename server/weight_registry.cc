@@ -34,7 +34,7 @@ absl::StatusOr<std::string> WeightRegistry::Register(DType dtype, int64_t hidden
   }
   std::string id = ContentId(dtype, hidden, bytes);
   auto weight = std::make_shared<RegisteredWeight>(RegisteredWeight{id, dtype, hidden, std::move(bytes)});
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   if (auto it = by_id_.find(id); it != by_id_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);
     return id;
@@ -51,7 +51,7 @@ absl::StatusOr<std::string> WeightRegistry::Register(DType dtype, int64_t hidden
 }
 
 std::shared_ptr<const RegisteredWeight> WeightRegistry::Find(absl::string_view id) {
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);
@@ -59,12 +59,12 @@ std::shared_ptr<const RegisteredWeight> WeightRegistry::Find(absl::string_view i
 }
 
 int64_t WeightRegistry::count() const {
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   return static_cast<int64_t>(lru_.size());
 }
 
 int64_t WeightRegistry::bytes() const {
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   return bytes_;
 }
 

@@ -19,7 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "base/mutex.h"
 #include "kernels/dtype.h"
 
 namespace normd {
@@ -52,7 +52,7 @@ class WeightRegistry {
   using LruList = std::list<std::shared_ptr<const RegisteredWeight>>;
 
   const int64_t max_bytes_;
-  mutable absl::Mutex mu_;
+  mutable normd::Mutex mu_;
   LruList lru_ ABSL_GUARDED_BY(mu_);  // most recently used first
   absl::flat_hash_map<std::string, LruList::iterator> by_id_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -44,7 +44,7 @@ void Worker::Submit(std::unique_ptr<WorkItem> item) {
     return;
   }
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     if (!exited_) {
       load_rows_.fetch_add(item->rows(), std::memory_order_relaxed);
       if (metrics_ != nullptr) metrics_->queue_depth().Increment();
@@ -61,7 +61,7 @@ bool Worker::TryClaimForCaller(const WorkItem& item) {
       limits_.max_queue_delay > absl::ZeroDuration()) {
     return false;
   }
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   if (!thread_idle_ || caller_running_ || !queue_.empty() || stopping_ || exited_) return false;
   caller_running_ = true;
   return true;
@@ -77,13 +77,13 @@ void Worker::RunOnCallerThread(std::unique_ptr<WorkItem> item) {
   if (status.ok() && executor_->max_in_flight() > 1) status = executor_->Finish(run.launch, run.stages);
   CompleteLaunch(run, status);
   // Releasing the executor wakes the worker thread if requests queued up meanwhile.
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   caller_running_ = false;
 }
 
 void Worker::Stop() {
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
@@ -98,7 +98,7 @@ void Worker::Loop() {
   while (true) {
     Launch launch;
     {
-      absl::MutexLock lock(&mu_);
+      normd::MutexLock lock(&mu_);
       if (in_flight.empty()) {
         // Idle: wait for work, and for a submitting thread to hand the executor back (on stopping too,
         // so that the executor is not destroyed under it).

@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "base/mutex.h"
 #include "server/batch_executor.h"
 #include "server/batch_former.h"
 #include "server/metrics.h"
@@ -66,7 +66,7 @@ class Worker {
   ServerMetrics* const metrics_;
   std::atomic<int64_t> load_rows_{0};
 
-  absl::Mutex mu_;
+  normd::Mutex mu_;
   WorkQueue queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool exited_ ABSL_GUARDED_BY(mu_) = false;  // the thread has left its loop: no one will drain the queue

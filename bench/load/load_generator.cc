@@ -16,7 +16,7 @@ void LoadGenerator::Start(const LoadSpec& spec) {
   spec_ = spec;
   if (spec.stream) session_ = client_.OpenStream();
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     running_ = true;
     window_start_ = absl::Now();
     stats_ = WindowStats();
@@ -31,12 +31,12 @@ void LoadGenerator::Start(const LoadSpec& spec) {
 
 void LoadGenerator::Stop() {
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     running_ = false;
   }
   if (arrivals_.joinable()) arrivals_.join();
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
         +[](int64_t* n) { return *n == 0; }, &in_flight_));
   }
@@ -47,7 +47,7 @@ void LoadGenerator::Stop() {
 }
 
 WindowStats LoadGenerator::Collect() {
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   const absl::Time now = absl::Now();
   WindowStats out = std::move(stats_);
   out.length = now - window_start_;
@@ -57,13 +57,13 @@ WindowStats LoadGenerator::Collect() {
 }
 
 int64_t LoadGenerator::PeekOk() {
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   return stats_.ok();
 }
 
 void LoadGenerator::Issue(absl::Time scheduled) {
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     ++in_flight_;
   }
   auto done = [this, scheduled](absl::StatusOr<NormalizeResult> result) { OnDone(scheduled, result); };
@@ -78,7 +78,7 @@ void LoadGenerator::OnDone(absl::Time scheduled, const absl::StatusOr<NormalizeR
   const absl::Time now = absl::Now();
   bool again;
   {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     if (result.ok()) {
       stats_.latencies_us.push_back(static_cast<uint32_t>(absl::ToInt64Microseconds(now - scheduled)));
       stats_.batch_requests_sum += result->timing.batch_requests();
@@ -91,7 +91,7 @@ void LoadGenerator::OnDone(absl::Time scheduled, const absl::StatusOr<NormalizeR
   }
   if (again) {
     Issue(absl::Now());
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     --in_flight_;
   }
 }
@@ -102,7 +102,7 @@ void LoadGenerator::RunArrivals(LoadSpec spec) {
   absl::Time next = absl::Now();
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
+      normd::MutexLock lock(&mu_);
       if (!running_) return;
     }
     const double seconds = spec.poisson ? gap(rng) : 1.0 / spec.request_rate;

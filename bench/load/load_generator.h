@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "base/mutex.h"
 #include "absl/time/time.h"
 #include "bench/load/load_stats.h"
 #include "client/normd_client.h"
@@ -55,7 +55,7 @@ class LoadGenerator {
   std::unique_ptr<StreamSession> session_;
   std::thread arrivals_;
 
-  absl::Mutex mu_;
+  normd::Mutex mu_;
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time window_start_ ABSL_GUARDED_BY(mu_);

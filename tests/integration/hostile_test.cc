@@ -20,9 +20,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/blocking_counter.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
+#include "base/mutex.h"
 #include "absl/time/clock.h"
 #include "normd/v1/normd.grpc.pb.h"
 #include "tests/integration/http_get.h"
@@ -175,7 +173,7 @@ class BadStreamMessage final : public grpc::ClientBidiReactor<grpc::ByteBuffer, 
   int writes_ = 0;
   int responses_ = 0;
   grpc::Status status_;
-  absl::Notification done_;
+  normd::Notification done_;
 };
 
 TEST(HostileTest, BytesThatAreNotAProtobufAreRefused) {
@@ -207,7 +205,7 @@ TEST(HostileTest, BytesThatAreNotAProtobufAreRefused) {
       context.set_deadline(In(absl::Seconds(10)));
       const grpc::ByteBuffer request = ToByteBuffer(c.bytes);
       grpc::ByteBuffer response;
-      absl::Notification done;
+      normd::Notification done;
       grpc::Status status;
       generic.UnaryCall(&context, "/normd.v1.Normalizer/Normalize", grpc::StubOptions(), &request, &response,
                         [&](grpc::Status s) {
@@ -286,22 +284,30 @@ TEST(HostileTest, ShapesThatLieAboutTheirSizeAreRefused) {
   EXPECT_EQ(WaitForNoInflight(server), 0);
 }
 
-// One NormalizeStream: writes `requests` copies of one request, half-closes, reads every response.
+// One NormalizeStream: writes `requests` copies of one request, half-closes (at once, or when Close()
+// is called if `half_close_when_told`), reads every response.
 class SmallStream final : public grpc::ClientBidiReactor<NormalizeRequest, NormalizeResponse> {
  public:
   SmallStream(normd::v1::Normalizer::Stub* stub, const NormalizeRequest* request, int requests,
-              absl::BlockingCounter* done, std::atomic<int>* ok, std::atomic<int>* responses)
-      : request_(request), left_to_write_(requests), done_(done), ok_(ok), responses_(responses) {
+              normd::BlockingCounter* done, std::atomic<int>* ok, std::atomic<int>* responses,
+              bool half_close_when_told = false)
+      : request_(request),
+        left_to_write_(requests),
+        half_close_when_told_(half_close_when_told),
+        done_(done),
+        ok_(ok),
+        responses_(responses) {
     context_.set_deadline(In(absl::Seconds(60)));
     stub->async()->NormalizeStream(&context_, this);
     StartWrite(request_);
     StartRead(&response_);
     StartCall();
   }
+  void Close() { StartWritesDone(); }
   void OnWriteDone(bool ok) override {
     if (ok && --left_to_write_ > 0) {
       StartWrite(request_);
-    } else {
+    } else if (!half_close_when_told_ || !ok) {
       StartWritesDone();
     }
   }
@@ -320,38 +326,8 @@ class SmallStream final : public grpc::ClientBidiReactor<NormalizeRequest, Norma
   const NormalizeRequest* request_;
   NormalizeResponse response_;
   int left_to_write_;
-  absl::BlockingCounter* done_;
-  std::atomic<int>* ok_;
-  std::atomic<int>* responses_;
-};
-
-// One NormalizeStream that writes one request, reads its response, and half-closes only when told.
-class HeldStream final : public grpc::ClientBidiReactor<NormalizeRequest, NormalizeResponse> {
- public:
-  HeldStream(normd::v1::Normalizer::Stub* stub, const NormalizeRequest* request, absl::BlockingCounter* done,
-             std::atomic<int>* ok, std::atomic<int>* responses)
-      : done_(done), ok_(ok), responses_(responses) {
-    context_.set_deadline(In(absl::Seconds(60)));
-    stub->async()->NormalizeStream(&context_, this);
-    StartWrite(request);
-    StartRead(&response_);
-    StartCall();
-  }
-  void Close() { StartWritesDone(); }
-  void OnReadDone(bool ok) override {
-    if (!ok) return;
-    responses_->fetch_add(1);
-    StartRead(&response_);
-  }
-  void OnDone(const grpc::Status& status) override {
-    if (status.ok()) ok_->fetch_add(1);
-    done_->DecrementCount();
-  }
-
- private:
-  grpc::ClientContext context_;
-  NormalizeResponse response_;
-  absl::BlockingCounter* done_;
+  const bool half_close_when_told_;
+  normd::BlockingCounter* done_;
   std::atomic<int>* ok_;
   std::atomic<int>* responses_;
 };
@@ -367,11 +343,12 @@ TEST(HostileTest, StreamsBeyondTheConnectionLimitWaitForAFreeSlot) {
   std::mt19937 rng(8);
   const NormalizeRequest request = MakeRequest(DType::kBFloat16, 1, 256, false, rng);
   constexpr int kStreams = 60, kLimit = 50;
-  absl::BlockingCounter done(kStreams);
+  normd::BlockingCounter done(kStreams);
   std::atomic<int> ok{0}, responses{0};
-  std::vector<std::unique_ptr<HeldStream>> streams;
+  std::vector<std::unique_ptr<SmallStream>> streams;  // each writes one request and stays open
   for (int i = 0; i < kStreams; ++i) {
-    streams.push_back(std::make_unique<HeldStream>(stub.get(), &request, &done, &ok, &responses));
+    streams.push_back(std::make_unique<SmallStream>(stub.get(), &request, 1, &done, &ok, &responses,
+                                                    /*half_close_when_told=*/true));
   }
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
   while (responses.load() < kLimit && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
@@ -392,7 +369,7 @@ TEST(HostileTest, TwoThousandStreamsOnOneConnection) {
   auto stub = normd::v1::Normalizer::NewStub(channel);
   std::mt19937 rng(5);
   const NormalizeRequest request = MakeRequest(DType::kBFloat16, 2, 256, false, rng);
-  absl::BlockingCounter done(kStreams);
+  normd::BlockingCounter done(kStreams);
   std::atomic<int> ok{0}, responses{0};
   const absl::Time start = absl::Now();
   std::vector<std::unique_ptr<SmallStream>> streams;

@@ -50,14 +50,14 @@ void NormdProcess::CollectStderr(int fd) {
   while (true) {
     const ssize_t n = read(fd, buf, sizeof buf);
     if (n <= 0) break;
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     log_.append(buf, static_cast<size_t>(n));
   }
   close(fd);
 }
 
 std::string NormdProcess::log() const {
-  absl::MutexLock lock(&mu_);
+  normd::MutexLock lock(&mu_);
   return log_;
 }
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "base/mutex.h"
 #include "absl/time/time.h"
 
 namespace normd::testing {
@@ -63,7 +63,7 @@ class NormdProcess {
   int port_ = 0;
   int metrics_port_ = 0;
   std::thread reader_;
-  mutable absl::Mutex mu_;
+  mutable normd::Mutex mu_;
   std::string log_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -8,8 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
+#include "base/mutex.h"
 #include "server/thread_pool.h"
 
 namespace normd {
@@ -20,7 +19,7 @@ class FakeExecutor : public BatchExecutor {
  public:
   absl::Status Start(const Launch& launch, StageTimes& /*stages*/) override {
     {
-      absl::MutexLock lock(&mu_);
+      normd::MutexLock lock(&mu_);
       launch_sizes_.push_back(static_cast<int>(launch.items.size()));
     }
     started_.fetch_add(1);
@@ -31,16 +30,16 @@ class FakeExecutor : public BatchExecutor {
   std::string device() const override { return "fake"; }
 
   std::vector<int> launch_sizes() {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     return launch_sizes_;
   }
   bool hold_first_ = false;
-  absl::Notification release_;
+  normd::Notification release_;
   std::atomic<int> started_{0};
 
  private:
   int launch_count_ = 0;
-  absl::Mutex mu_;
+  normd::Mutex mu_;
   std::vector<int> launch_sizes_;
 };
 
@@ -105,18 +104,18 @@ class TwoPhaseExecutor : public BatchExecutor {
   std::string name() const override { return "two-phase"; }
   std::string device() const override { return "fake"; }
   std::vector<std::string> calls() {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     return calls_;
   }
-  absl::Notification release_;
+  normd::Notification release_;
   std::atomic<int> starts_{0};
 
  private:
   void Log(std::string call) {
-    absl::MutexLock lock(&mu_);
+    normd::MutexLock lock(&mu_);
     calls_.push_back(std::move(call));
   }
-  absl::Mutex mu_;
+  normd::Mutex mu_;
   std::vector<std::string> calls_;
 };
 

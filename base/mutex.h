@@ -1,0 +1,158 @@
+// normd::Mutex, MutexLock, Notification and BlockingCounter: Abseil's, with ThreadSanitizer told what
+// they synchronise.
+//
+// Why: Debian's libabsl_synchronization is not built with -fsanitize=thread, so its own annotations
+// are compiled out and TSan cannot see the happens-before an absl::Mutex (or Notification,
+// BlockingCounter) provides; it then reports every access the mutex guards as a race (RELIABILITY.md).
+// Under TSan these wrappers state the edges directly with TSan's public interface: __tsan_release on
+// the object before unlocking, notifying or counting down, __tsan_acquire after locking, waking or
+// waiting. A condition passed to Await is evaluated with the lock held, sometimes on the waiting
+// thread inside Abseil, so it acquires too. Outside TSan every call is Abseil's, unchanged.
+#ifndef NORMD_BASE_MUTEX_H_
+#define NORMD_BASE_MUTEX_H_
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define NORMD_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NORMD_THREAD_SANITIZER 1
+#endif
+#endif
+
+#ifdef NORMD_THREAD_SANITIZER
+#include <sanitizer/tsan_interface.h>
+#endif
+
+namespace normd {
+namespace sync_internal {
+
+// What happened before Released(p) on one thread happens before what follows Acquired(p) on another.
+inline void Acquired(const void* p) {
+#ifdef NORMD_THREAD_SANITIZER
+  __tsan_acquire(const_cast<void*>(p));
+#else
+  (void)p;
+#endif
+}
+inline void Released(const void* p) {
+#ifdef NORMD_THREAD_SANITIZER
+  __tsan_release(const_cast<void*>(p));
+#else
+  (void)p;
+#endif
+}
+
+}  // namespace sync_internal
+
+class ABSL_LOCKABLE Mutex {
+ public:
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    mu_.Lock();
+    sync_internal::Acquired(this);
+  }
+  void Unlock() ABSL_UNLOCK_FUNCTION() {
+    sync_internal::Released(this);
+    mu_.Unlock();
+  }
+  // Waits, unlocked, until `condition` holds, and returns with the lock held again.
+  void Await(const absl::Condition& condition) {
+    sync_internal::Released(this);
+    mu_.Await(Annotated(condition));
+    sync_internal::Acquired(this);
+  }
+  // As Await, but gives up at `deadline`; returns whether the condition holds.
+  bool AwaitWithDeadline(const absl::Condition& condition, absl::Time deadline) {
+    sync_internal::Released(this);
+    const bool met = mu_.AwaitWithDeadline(Annotated(condition), deadline);
+    sync_internal::Acquired(this);
+    return met;
+  }
+
+ private:
+  struct Guarded {
+    const Mutex* mutex;
+    const absl::Condition* condition;
+  };
+  static bool EvalGuarded(const Guarded* g) {
+    sync_internal::Acquired(g->mutex);
+    return g->condition->Eval();
+  }
+  // Only under TSan does the condition need wrapping; the wrapper lives as long as the Await call.
+  struct AnnotatedCondition {
+    Guarded guarded;
+    absl::Condition condition;
+    AnnotatedCondition(const Mutex* m, const absl::Condition& c)
+        : guarded{m, &c}, condition(&Mutex::EvalGuarded, static_cast<const Guarded*>(&guarded)) {}
+    AnnotatedCondition(const AnnotatedCondition&) = delete;  // `condition` points into this object
+    operator const absl::Condition&() const { return condition; }  // NOLINT: used in place of one
+  };
+#ifdef NORMD_THREAD_SANITIZER
+  AnnotatedCondition Annotated(const absl::Condition& c) const { return AnnotatedCondition(this, c); }
+#else
+  const absl::Condition& Annotated(const absl::Condition& c) const { return c; }
+#endif
+
+  absl::Mutex mu_;
+};
+
+class ABSL_SCOPED_LOCKABLE MutexLock {
+ public:
+  explicit MutexLock(Mutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) { mu_->Lock(); }
+  ~MutexLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
+  MutexLock(const MutexLock&) = delete;
+  MutexLock& operator=(const MutexLock&) = delete;
+
+ private:
+  Mutex* const mu_;
+};
+
+class Notification {
+ public:
+  void Notify() {
+    sync_internal::Released(this);
+    n_.Notify();
+  }
+  bool HasBeenNotified() const {
+    const bool notified = n_.HasBeenNotified();
+    if (notified) sync_internal::Acquired(this);
+    return notified;
+  }
+  void WaitForNotification() const {
+    n_.WaitForNotification();
+    sync_internal::Acquired(this);
+  }
+  bool WaitForNotificationWithTimeout(absl::Duration timeout) const {
+    const bool notified = n_.WaitForNotificationWithTimeout(timeout);
+    if (notified) sync_internal::Acquired(this);
+    return notified;
+  }
+
+ private:
+  absl::Notification n_;
+};
+
+class BlockingCounter {
+ public:
+  explicit BlockingCounter(int count) : counter_(count) {}
+  bool DecrementCount() {
+    sync_internal::Released(this);
+    return counter_.DecrementCount();
+  }
+  void Wait() {
+    counter_.Wait();
+    sync_internal::Acquired(this);
+  }
+
+ private:
+  absl::BlockingCounter counter_;
+};
+
+}  // namespace normd
+
+#endif  // NORMD_BASE_MUTEX_H_
