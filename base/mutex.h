@@ -6,8 +6,9 @@
 // BlockingCounter) provides; it then reports every access the mutex guards as a race (RELIABILITY.md).
 // Under TSan these wrappers state the edges directly with TSan's public interface: __tsan_release on
 // the object before unlocking, notifying or counting down, __tsan_acquire after locking, waking or
-// waiting. A condition passed to Await is evaluated with the lock held, sometimes on the waiting
-// thread inside Abseil, so it acquires too. Outside TSan every call is Abseil's, unchanged.
+// waiting. A condition passed to Await is evaluated with the lock held, on the waiting thread or on
+// an unlocking one, inside Abseil, so its evaluation acquires and releases too. Outside TSan every
+// call is Abseil's, unchanged.
 #ifndef NORMD_BASE_MUTEX_H_
 #define NORMD_BASE_MUTEX_H_
 
@@ -61,15 +62,18 @@ class ABSL_LOCKABLE Mutex {
     mu_.Unlock();
   }
   // Waits, unlocked, until `condition` holds, and returns with the lock held again.
+  // The condition object is built before the release: another thread evaluates it.
   void Await(const absl::Condition& condition) {
+    const auto& annotated = Annotated(condition);
     sync_internal::Released(this);
-    mu_.Await(Annotated(condition));
+    mu_.Await(annotated);
     sync_internal::Acquired(this);
   }
   // As Await, but gives up at `deadline`; returns whether the condition holds.
   bool AwaitWithDeadline(const absl::Condition& condition, absl::Time deadline) {
+    const auto& annotated = Annotated(condition);
     sync_internal::Released(this);
-    const bool met = mu_.AwaitWithDeadline(Annotated(condition), deadline);
+    const bool met = mu_.AwaitWithDeadline(annotated, deadline);
     sync_internal::Acquired(this);
     return met;
   }
@@ -79,9 +83,14 @@ class ABSL_LOCKABLE Mutex {
     const Mutex* mutex;
     const absl::Condition* condition;
   };
+  // Runs with the lock held, on the waiting thread or on one unlocking: acquire what earlier holders
+  // published, and publish this thread's accesses (reading the condition objects included) to the
+  // next holder, since Abseil then unlocks or waits out of TSan's sight.
   static bool EvalGuarded(const Guarded* g) {
     sync_internal::Acquired(g->mutex);
-    return g->condition->Eval();
+    const bool holds = g->condition->Eval();
+    sync_internal::Released(g->mutex);
+    return holds;
   }
   // Only under TSan does the condition need wrapping; the wrapper lives as long as the Await call.
   struct AnnotatedCondition {
