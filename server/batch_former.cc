@@ -36,18 +36,26 @@ void RemoveDeadRequests(WorkQueue& queue, absl::Time now,
   }
 }
 
-absl::Time NextLaunchTime(const WorkQueue& queue, const BatchLimits& limits, absl::Time now) {
+absl::Time NextLaunchTime(const WorkQueue& queue, const BatchLimits& limits, absl::Time now,
+                          int64_t expected_requests) {
   const WorkItem& oldest = *queue.front();
-  if (limits.max_queue_delay <= absl::ZeroDuration()) return now;
-  int64_t rows = 0, bytes = 0;
+  const bool waits_for_company = limits.company_wait > absl::ZeroDuration() && expected_requests > 1;
+  if (limits.max_queue_delay <= absl::ZeroDuration() && !waits_for_company) return now;
+  int64_t rows = 0, bytes = 0, requests = 0;
   for (const auto& item : queue) {
     if (!SameGroup(*item, oldest)) continue;
     rows += item->rows();
     bytes += item->bytes();
+    ++requests;
     // A full launch is ready: waiting longer cannot add anything to it.
     if (rows >= limits.max_rows || bytes >= limits.max_bytes) return now;
   }
-  return std::max(now, std::min(oldest.enqueued + limits.max_queue_delay, oldest.deadline));
+  absl::Time until = now;
+  if (limits.max_queue_delay > absl::ZeroDuration()) until = oldest.enqueued + limits.max_queue_delay;
+  if (waits_for_company && requests < expected_requests) {
+    until = std::max(until, oldest.enqueued + limits.company_wait);
+  }
+  return std::max(now, std::min(until, oldest.deadline));
 }
 
 Launch TakeLaunch(WorkQueue& queue, const BatchLimits& limits) {

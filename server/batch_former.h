@@ -10,6 +10,11 @@
 //   large one (it becomes the oldest and leads a launch, alone if it is over the caps), nor the reverse.
 // - With --max-queue-delay-us = 0 a launch goes as soon as the worker is free (no added latency at low
 //   load); otherwise a partial launch may wait up to that long after its oldest request arrived.
+// - With --company-wait-us > 0, batching adapts to closed-loop clients (each sends its next request once
+//   it has its answer): a launch that carried k requests tells the worker that about k clients are
+//   taking turns with it, so the next launch may wait, up to that long after its oldest request
+//   arrived, until k requests of its group are queued. One client alone never waits (its launches carry
+//   one request), and when clients leave, one short launch brings the expectation down again.
 #ifndef NORMD_SERVER_BATCH_FORMER_H_
 #define NORMD_SERVER_BATCH_FORMER_H_
 
@@ -32,6 +37,8 @@ struct BatchLimits {
   // only if the queue holds at least this many payload bytes: overlapping pays for large copies, while
   // small requests do better waiting for the running launch and going out together in the next.
   int64_t overlap_min_bytes = 0;
+  // How long a launch may wait for as many requests as the worker's previous launch carried (see above).
+  absl::Duration company_wait = absl::ZeroDuration();
 };
 
 // One kernel launch's worth of requests: all of one dtype and hidden size.
@@ -51,8 +58,10 @@ void RemoveDeadRequests(WorkQueue& queue, absl::Time now,
                         std::vector<std::pair<std::unique_ptr<WorkItem>, absl::Status>>& dropped);
 
 // The time at which the queue's next launch should go: `now` when it should go at once, later when a
-// partial launch may still wait for company. The queue must not be empty.
-absl::Time NextLaunchTime(const WorkQueue& queue, const BatchLimits& limits, absl::Time now);
+// partial launch may still wait for company. `expected_requests` is how many requests the worker's
+// previous launch carried (for --company-wait-us). The queue must not be empty.
+absl::Time NextLaunchTime(const WorkQueue& queue, const BatchLimits& limits, absl::Time now,
+                          int64_t expected_requests = 1);
 
 // Takes the next launch out of the queue (see the rules above). The queue must not be empty.
 Launch TakeLaunch(WorkQueue& queue, const BatchLimits& limits);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,21 @@ constexpr int64_t kPipelineMinBytes = int64_t{4} << 20;
 constexpr int64_t kMinChunkBytes = int64_t{1} << 20;
 
 char* Offset(void* base, int64_t bytes) { return static_cast<char*>(base) + bytes; }
+
+// Copies `bytes` at `at` within each of a request's staging regions (its rows, and its residual's when
+// the offset is not -1) from one buffer to the other: one piece of a pipelined upload or download.
+cudaError_t CopyRegionPieces(void* to, const void* from, std::initializer_list<int64_t> region_offsets, int64_t at,
+                             int64_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+  for (const int64_t region : region_offsets) {
+    if (region < 0) continue;  // no residual
+    if (cudaError_t e = cudaMemcpyAsync(Offset(to, region + at), static_cast<const char*>(from) + region + at,
+                                        static_cast<size_t>(bytes), kind, stream);
+        e != cudaSuccess) {
+      return e;
+    }
+  }
+  return cudaSuccess;
+}
 
 absl::Duration EventGap(cudaEvent_t from, cudaEvent_t to) {
   float ms = 0;
@@ -301,14 +317,8 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
     const int64_t begin = c * rows_per_chunk, end = std::min(launch.rows, begin + rows_per_chunk);
     if (begin >= end) break;
     e = for_each_piece(begin, end, [&](size_t i, int64_t first, int64_t count) {
-      const int64_t at = first * row_bytes, bytes = count * row_bytes;
-      cudaError_t err = cudaMemcpyAsync(Offset(slot.in.dev, layout.input_at[i] + at),
-                                        Offset(slot.in.host, layout.input_at[i] + at), static_cast<size_t>(bytes),
-                                        cudaMemcpyHostToDevice, stream_);
-      if (err != cudaSuccess || layout.residual_at[i] < 0) return err;
-      return cudaMemcpyAsync(Offset(slot.in.dev, layout.residual_at[i] + at),
-                             Offset(slot.in.host, layout.residual_at[i] + at), static_cast<size_t>(bytes),
-                             cudaMemcpyHostToDevice, stream_);
+      return CopyRegionPieces(slot.in.dev, slot.in.host, {layout.input_at[i], layout.residual_at[i]},
+                              first * row_bytes, count * row_bytes, cudaMemcpyHostToDevice, stream_);
     });
     if (e != cudaSuccess) return e;
     cudaEventRecord(slot.uploaded[static_cast<size_t>(c)], stream_);
@@ -330,14 +340,8 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
     cudaEventRecord(slot.computed[static_cast<size_t>(c)], compute_stream_);
     cudaStreamWaitEvent(download_stream_, slot.computed[static_cast<size_t>(c)], 0);
     e = for_each_piece(begin, end, [&](size_t i, int64_t first, int64_t count) {
-      const int64_t at = first * row_bytes, bytes = count * row_bytes;
-      cudaError_t err = cudaMemcpyAsync(Offset(slot.out.host, layout.output_at[i] + at),
-                                        Offset(slot.out.dev, layout.output_at[i] + at), static_cast<size_t>(bytes),
-                                        cudaMemcpyDeviceToHost, download_stream_);
-      if (err != cudaSuccess || layout.residual_out_at[i] < 0) return err;
-      return cudaMemcpyAsync(Offset(slot.out.host, layout.residual_out_at[i] + at),
-                             Offset(slot.out.dev, layout.residual_out_at[i] + at), static_cast<size_t>(bytes),
-                             cudaMemcpyDeviceToHost, download_stream_);
+      return CopyRegionPieces(slot.out.host, slot.out.dev, {layout.output_at[i], layout.residual_out_at[i]},
+                              first * row_bytes, count * row_bytes, cudaMemcpyDeviceToHost, download_stream_);
     });
     if (e != cudaSuccess) return e;
   }

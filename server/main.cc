@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "server/backend_factory.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -166,6 +167,7 @@ int RunServer(int argc, char** argv) {
     return 2;
   }
   KeepLargeBuffersInTheAllocator(config->max_queue_bytes);
+  TurnOffMutexDeadlockDetection();
   SetLogLevel(config->log_level);
   // Before anything else starts: a TLS misconfiguration must stop normd, never fall back to plaintext.
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(*config);

@@ -44,6 +44,9 @@ ABSL_FLAG(int64_t, max_batch_rows, 8192, "Rows one launch may carry (one request
 ABSL_FLAG(int64_t, max_batch_bytes, int64_t{256} << 20, "Payload bytes one launch may carry");
 ABSL_FLAG(int64_t, max_queue_delay_us, 0,
           "How long a partial launch may wait for company once its worker is free (0 = never wait)");
+ABSL_FLAG(int64_t, company_wait_us, 0,
+          "Adaptive batching for clients that wait for each answer: a launch may wait up to this long for as "
+          "many requests as the worker's previous launch carried (0 = off; one client alone never waits)");
 ABSL_FLAG(int64_t, max_queue_bytes, int64_t{1} << 30,
           "Payload bytes of accepted, unanswered requests; past it new requests get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, max_concurrent_streams, 256,
@@ -150,6 +153,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   c.batch.max_rows = absl::GetFlag(FLAGS_max_batch_rows);
   c.batch.max_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
   c.batch.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
+  c.batch.company_wait = absl::Microseconds(absl::GetFlag(FLAGS_company_wait_us));
   c.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes);
   c.max_weight_bytes = absl::GetFlag(FLAGS_max_weight_bytes);
   c.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
@@ -170,8 +174,12 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
     return absl::InvalidArgumentError(absl::StrCat("--max_request_bytes = ", c.max_request_bytes,
                                                    " exceeds gRPC's 2 GiB message limit"));
   }
-  if (absl::GetFlag(FLAGS_max_queue_delay_us) < 0 || c.drain_timeout < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--max_queue_delay_us and --drain_timeout must be >= 0");
+  if (absl::GetFlag(FLAGS_max_queue_delay_us) < 0 || absl::GetFlag(FLAGS_company_wait_us) < 0 ||
+      c.drain_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_queue_delay_us = ", absl::GetFlag(FLAGS_max_queue_delay_us), ", --company_wait_us = ",
+        absl::GetFlag(FLAGS_company_wait_us), " and --drain_timeout = ", absl::FormatDuration(c.drain_timeout),
+        " must be >= 0"));
   }
   if (c.zero_copy_max_bytes < 0 || c.batch.overlap_min_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--zero_copy_max_bytes = ", c.zero_copy_max_bytes,

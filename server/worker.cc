@@ -63,6 +63,8 @@ bool Worker::TryClaimForCaller(const WorkItem& item) {
   }
   normd::MutexLock lock(&mu_);
   if (!thread_idle_ || caller_running_ || !queue_.empty() || stopping_ || exited_) return false;
+  // Other clients are taking turns with this one: let the worker thread gather them into one launch.
+  if (limits_.company_wait > absl::ZeroDuration() && last_launch_requests_ > 1) return false;
   caller_running_ = true;
   return true;
 }
@@ -79,6 +81,7 @@ void Worker::RunOnCallerThread(std::unique_ptr<WorkItem> item) {
   // Releasing the executor wakes the worker thread if requests queued up meanwhile.
   normd::MutexLock lock(&mu_);
   caller_running_ = false;
+  last_launch_requests_ = 1;
 }
 
 void Worker::Stop() {
@@ -122,9 +125,10 @@ void Worker::Loop() {
         const absl::Time now = absl::Now();
         RemoveDeadRequests(queue_, now, dropped);
         if (!queue_.empty()) {
-          const absl::Time launch_at = NextLaunchTime(queue_, limits_, now);
+          const absl::Time launch_at = NextLaunchTime(queue_, limits_, now, last_launch_requests_);
           if (launch_at <= now || stopping_) {
             launch = TakeLaunch(queue_, limits_);
+            last_launch_requests_ = static_cast<int64_t>(launch.items.size());
           } else if (in_flight.empty()) {
             // A partial launch may wait for company until launch_at, or until more requests arrive.
             QueueChanged args{&queue_, &stopping_, queue_.size()};

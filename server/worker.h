@@ -4,8 +4,9 @@
 // at once; while a launch runs, new requests accumulate and go out together in the next one (see
 // batch_former.h for the rules). Each request is answered from this thread as soon as its launch ends.
 //
-// The shortcut: when the thread is idle, the queue is empty, batching does not wait
-// (--max-queue-delay-us = 0) and the executor allows it (CPU and CUDA do), a request that allows it is
+// The shortcut: when the thread is idle, the queue is empty, batching does not wait (--max-queue-delay-us
+// = 0, and no company is expected: see BatchLimits::company_wait) and the executor allows it (CPU and
+// CUDA do), a request that allows it is
 // computed and answered on the thread that submits it, as a launch of one. At low load that is what the
 // worker thread would have done anyway, minus two thread wake-ups (half of a small request's latency on
 // a 2-core machine). Requests arriving meanwhile queue up and go out batched as usual.
@@ -72,6 +73,8 @@ class Worker {
   bool exited_ ABSL_GUARDED_BY(mu_) = false;  // the thread has left its loop: no one will drain the queue
   bool thread_idle_ ABSL_GUARDED_BY(mu_) = false;  // the thread waits for work, nothing in flight
   bool caller_running_ ABSL_GUARDED_BY(mu_) = false;  // a submitting thread is using the executor
+  // Requests the last launch carried: how many the next may wait for (BatchLimits::company_wait).
+  int64_t last_launch_requests_ ABSL_GUARDED_BY(mu_) = 1;
   std::thread thread_;  // last: starts after everything above is built
 };
 

@@ -17,6 +17,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "client/cli_flags.h"
 #include "normd/v1/normd.grpc.pb.h"
 
@@ -158,5 +159,7 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_TOP_PAD, 64 << 20);
 #endif
+  // As in normd: the echo is the ceiling, so it runs with the same process settings.
+  normd::TurnOffMutexDeadlockDetection();
   return normd::Run(argc, argv);
 }

@@ -6,6 +6,9 @@
 #   c1           one request at a time: normd (CPU and CUDA backends) vs the echo, with normd's own times
 #   stages       32 MiB requests at concurrency 8: device time per request against the host link
 #                bandwidth normd measured; 1-row requests at concurrency 64 with 1 and 2 workers
+#   batching     1x4096 at BATCH_LEVELS concurrency for each --company-wait-us in BATCH_WAITS and each
+#                --workers-per-gpu in BATCH_WORKERS: throughput against the echo, requests per launch
+#   echo_ab      two normd-echo binaries side by side: ECHO_A (default: this bundle's) against ECHO_B
 # Everything printed goes to stdout; tee it into $OUT.
 # Usage (repository root, after `../shared/gpu/bundle.sh build/cuda-h200 .gpu`):
 #   STEPS="integration serve" tests/gpu/run_server_h200.sh
@@ -127,5 +130,45 @@ if has stages; then
     python3 "$delta" "$OUT/m_before.txt" "$OUT/m_after.txt"
     kill -TERM $pid; wait $pid
   done
+fi
+# batching: closed-loop 1-row clients with and without waiting for company (BatchLimits::company_wait).
+if has batching; then
+  normd-echo --listen=127.0.0.1:50082 2>"$OUT/echo_batching.log" &
+  echo_pid=$!
+  wait_serving "$OUT/echo_batching.log" "listening on"
+  for workers in ${BATCH_WORKERS:-1 2}; do
+    for wait_us in ${BATCH_WAITS:-0 200 500}; do
+      normd --backend=cuda --workers-per-gpu="$workers" --company-wait-us="$wait_us" --listen=127.0.0.1:50081 \
+        --metrics-listen=127.0.0.1:9481 2>"$OUT/normd_batching_w${workers}_cw$wait_us.log" &
+      pid=$!
+      wait_serving "$OUT/normd_batching_w${workers}_cw$wait_us.log" "normd serving"
+      IFS=, read -ra levels <<<"${BATCH_LEVELS:-1,8,64,256}"
+      for c in "${levels[@]}"; do
+        stamp "batching --workers-per-gpu=$workers --company-wait-us=$wait_us 1x4096 c=$c"
+        scrape 9481 >"$OUT/m_before.txt"
+        timeout 60 normbench --target=127.0.0.1:50081 --baseline=127.0.0.1:50082 --concurrency="$c" --rows=1 \
+          --hidden=4096 --dtype=bf16 --duration="$DURATION" --warmup=1s \
+          --csv="$OUT/normbench_batching_w${workers}_cw${wait_us}_c$c.csv" 2>&1 | tail -3
+        scrape 9481 >"$OUT/m_after.txt"
+        python3 "$delta" "$OUT/m_before.txt" "$OUT/m_after.txt"
+      done
+      kill -TERM $pid; wait $pid
+    done
+  done
+  kill -TERM "$echo_pid"
+fi
+
+# echo_ab: two echo builds side by side (what a process-wide setting does to the transport ceiling).
+if has echo_ab && [[ -x "${ECHO_B:-}" ]]; then
+  "${ECHO_A:-normd-echo}" --listen=127.0.0.1:50092 2>"$OUT/echo_a.log" &
+  a_pid=$!
+  "$ECHO_B" --listen=127.0.0.1:50093 2>"$OUT/echo_b.log" &
+  b_pid=$!
+  wait_serving "$OUT/echo_a.log" "listening on"
+  wait_serving "$OUT/echo_b.log" "listening on"
+  stamp "echo_ab: ${ECHO_A:-normd-echo} (target) against $ECHO_B (baseline)"
+  timeout 60 normbench --target=127.0.0.1:50092 --baseline=127.0.0.1:50093 --concurrency=1,8,64,256 --rows=1 \
+    --hidden=4096 --dtype=bf16 --duration="$DURATION" --warmup=1s 2>&1 | grep -E "^target|^baseline|throughput"
+  kill -TERM $a_pid $b_pid
 fi
 stamp done

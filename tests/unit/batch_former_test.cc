@@ -57,6 +57,39 @@ TEST(BatchFormerTest, FullLaunchGoesAtOnceEvenWithQueueDelay) {
   EXPECT_EQ(NextLaunchTime(queue, limits, kT0), kT0);
 }
 
+TEST(BatchFormerTest, CompanyWaitNeverDelaysAWorkerWhoseLastLaunchCarriedOneRequest) {
+  BatchLimits limits;
+  limits.company_wait = absl::Microseconds(300);
+  WorkQueue queue;
+  queue.push_back(Item(1));
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0, /*expected_requests=*/1), kT0);
+}
+
+TEST(BatchFormerTest, CompanyWaitHoldsUntilAsManyRequestsAsTheLastLaunchOrTheWaitEnds) {
+  BatchLimits limits;
+  limits.company_wait = absl::Microseconds(300);
+  WorkQueue queue;
+  queue.push_back(Item(1));
+  queue.push_back(Item(1, 1024));  // another group: not company for the oldest
+  queue.push_back(Item(1));
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(10), 3), kT0 + absl::Microseconds(300));
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(400), 3), kT0 + absl::Microseconds(400));
+  queue.push_back(Item(1));
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(10), 3), kT0 + absl::Microseconds(10));
+}
+
+TEST(BatchFormerTest, CompanyWaitEndsAtTheOldestDeadlineAndWhenTheLaunchIsFull) {
+  BatchLimits limits;
+  limits.company_wait = absl::Milliseconds(5);
+  limits.max_rows = 4;
+  WorkQueue queue;
+  queue.push_back(Item(1));
+  queue.front()->deadline = kT0 + absl::Milliseconds(1);
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0, 16), kT0 + absl::Milliseconds(1));
+  queue.push_back(Item(3));
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0, 16), kT0);
+}
+
 TEST(BatchFormerTest, QueuedRequestsOfOneGroupCoalesceIntoOneLaunch) {
   WorkQueue queue;
   for (int i = 0; i < 5; ++i) queue.push_back(Item(1 + i));

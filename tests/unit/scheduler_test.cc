@@ -1,5 +1,6 @@
 // Workers and the scheduler with a fake executor: immediate launch when idle, coalescing while busy,
-// the queued-bytes bound, least-loaded dispatch, no overlap for small launches, and draining on shutdown.
+// the queued-bytes bound, least-loaded dispatch, no overlap for small launches, waiting for company, and
+// draining on shutdown.
 #include "server/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -146,6 +147,43 @@ TEST(SchedulerTest, SmallLaunchesWaitForTheOneInFlightInsteadOfOverlappingIt) {
   // Threshold 10 KiB, met: the second launch is started while the first is in flight.
   EXPECT_EQ(CallsWithOverlapMinBytes(10 * 1024),
             (std::vector<std::string>{"start 1", "start 10", "finish 1", "finish 10"}));
+}
+
+TEST(SchedulerTest, CompanyWaitGathersAsManyRequestsAsTheLastLaunchCarried) {
+  auto executor = std::make_unique<FakeExecutor>();
+  FakeExecutor* fake = executor.get();
+  fake->hold_first_ = true;
+  BatchLimits limits;
+  limits.company_wait = absl::Seconds(1);
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.push_back(std::make_unique<Worker>(std::move(executor), limits));
+  Scheduler scheduler(std::move(workers), int64_t{1} << 30);
+  Tracker tracker;
+  // One request alone goes at once; four queue behind it and go together: the worker now expects four.
+  ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  WaitFor([&] { return fake->started_.load() == 1; });
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  fake->release_.Notify();
+  WaitFor([&] { return tracker.ok.load() == 5; });
+  // Two of the four come back: they wait for the other two, which complete the launch at once.
+  const absl::Time two_sent = absl::Now();
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(fake->started_.load(), 2) << "a launch of two went without waiting for company";
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  WaitFor([&] { return tracker.ok.load() == 9; });
+  EXPECT_LT(absl::Now() - two_sent, absl::Milliseconds(900)) << "the full launch waited out company_wait";
+  // One comes back alone: it waits company_wait, no longer, and then the worker expects one again.
+  const absl::Time one_sent = absl::Now();
+  ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  WaitFor([&] { return tracker.ok.load() == 10; });
+  EXPECT_GE(absl::Now() - one_sent, absl::Seconds(1));
+  const absl::Time next_sent = absl::Now();
+  ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  WaitFor([&] { return tracker.ok.load() == 11; });
+  EXPECT_LT(absl::Now() - next_sent, absl::Milliseconds(900)) << "a lone client waited for company";
+  EXPECT_EQ(fake->launch_sizes(), (std::vector<int>{1, 4, 4, 1, 1}));
+  scheduler.Shutdown();
 }
 
 TEST(SchedulerTest, QueuedBytesAreBoundedAndFreedOnCompletion) {
