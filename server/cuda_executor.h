@@ -77,6 +77,9 @@ class CudaExecutor : public BatchExecutor {
     // download. For a pipelined launch these split its device time into three parts that do not
     // overlap (h2d = until everything is up, kernel = the rest until computed, d2h = the rest).
     std::array<cudaEvent_t, 4> events{};
+    // A zero-copy launch records only the two events around its kernel (no copies to time), and
+    // Finish waits for the second.
+    bool zero_copy = false;
     // Pipelined launches: chunk k uploaded (the kernel waits for it), chunk k computed (its download
     // waits for it). Created without timing.
     std::array<cudaEvent_t, kMaxChunks> uploaded{};

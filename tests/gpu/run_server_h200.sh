@@ -3,6 +3,7 @@
 #   integration  the integration suite against normd --backend=cuda           -> integration_cuda.log
 #   serve        normbench vs normd-echo (bf16, plain and fused) per worker count in SERVE_WORKERS, with
 #                requests per launch and server-side times after each point -> normbench_*.csv, metrics_w*.txt
+#                (SERVE_FLAGS: more normd flags, e.g. --max-queue-bytes for 64 x 32 MiB in flight)
 #   c1           one request at a time: normd (CPU and CUDA backends) vs the echo, with normd's own times
 #   stages       32 MiB requests at concurrency 8: device time per request against the host link
 #                bandwidth normd measured; 1-row requests at concurrency 64 with 1 and 2 workers
@@ -46,7 +47,7 @@ if has serve; then
   for workers in ${SERVE_WORKERS:-2}; do
     stamp "serve, --workers-per-gpu=$workers"
     normd --backend=cuda --workers-per-gpu="$workers" --listen=127.0.0.1:50051 --metrics-listen=127.0.0.1:9464 \
-      2>"$OUT/normd_w$workers.log" &
+      ${SERVE_FLAGS:-} 2>"$OUT/normd_w$workers.log" &
     normd_pid=$!
     wait_serving "$OUT/normd_w$workers.log" "normd serving"
     for shape in ${SERVE_SHAPES:-"1:1,8,64,256" "64:1,8,64,256" "4096:1,8,64"}; do
