@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "normd/v1/normd.grpc.pb.h"
 #include "tests/integration/http_get.h"
 #include "tests/integration/normd_process.h"
@@ -91,6 +92,33 @@ TEST(BatchingTest, SixtyFourConcurrentClientsShareLaunchesAndGetTheirOwnAnswers)
   // Measured on H200s with one worker per GPU: 0.04 on one GPU, 0.52 on two (the 64 clients split over
   // two idle-most-of-the-time workers); on the CPU backend 0.11. Well below one launch per request.
   EXPECT_LT(per_request, 0.6);
+}
+
+// --company-wait-us never delays a client alone: its launches carry one request each, so the worker
+// expects no company. (Gathering closed-loop clients is SchedulerTest.CompanyWaitGathers..., with a
+// controlled executor: on 2 cores normd rarely sees two small requests at once, so a test here could
+// not count on the first shared launch that makes the worker expect company; BENCHMARKS.md has the
+// figures from the H200.)
+TEST(BatchingTest, CompanyWaitNeverDelaysALoneClient) {
+  NormdProcess server;
+  std::vector<std::string> args = TestBackend() == "cpu"
+                                      ? std::vector<std::string>{"--backend=cpu"}
+                                      : std::vector<std::string>{"--backend=cuda", "--workers-per-gpu=1"};
+  args.push_back("--company-wait-us=200000");  // 200 ms: long enough to see if anyone waits for it
+  ASSERT_TRUE(server.Start(args).ok()) << server.log();
+  std::mt19937 rng(7);
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < 20; ++i) {
+    const NormalizeRequest request = MakeRequest(DType::kBFloat16, 1, 4096, i % 2 == 0, rng);
+    NormalizeResponse response;
+    const grpc::Status status = CallNormalize(*stub, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(CompareWithReference(request, response), "");
+    EXPECT_EQ(response.timing().batch_requests(), 1);
+  }
+  // Twenty waits for company would take 4 s.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2)) << "a lone client waited for company";
 }
 
 TEST(BatchingTest, ConcurrentMixedRequestsAreEachCorrect) {
