@@ -36,10 +36,14 @@ void RemoveDeadRequests(WorkQueue& queue, absl::Time now,
   }
 }
 
+bool WaitsForCompany(const BatchLimits& limits, int64_t expected_requests) {
+  return limits.company_wait > absl::ZeroDuration() && expected_requests > 1;
+}
+
 absl::Time NextLaunchTime(const WorkQueue& queue, const BatchLimits& limits, absl::Time now,
                           int64_t expected_requests) {
   const WorkItem& oldest = *queue.front();
-  const bool waits_for_company = limits.company_wait > absl::ZeroDuration() && expected_requests > 1;
+  const bool waits_for_company = WaitsForCompany(limits, expected_requests);
   if (limits.max_queue_delay <= absl::ZeroDuration() && !waits_for_company) return now;
   int64_t rows = 0, bytes = 0, requests = 0;
   for (const auto& item : queue) {

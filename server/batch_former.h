@@ -57,6 +57,10 @@ using WorkQueue = std::deque<std::unique_ptr<WorkItem>>;
 void RemoveDeadRequests(WorkQueue& queue, absl::Time now,
                         std::vector<std::pair<std::unique_ptr<WorkItem>, absl::Status>>& dropped);
 
+// Whether a worker whose last launch carried `expected_requests` waits for that many (--company-wait-us).
+// It is also why such a worker does not let a submitting thread compute a request alone (worker.h).
+bool WaitsForCompany(const BatchLimits& limits, int64_t expected_requests);
+
 // The time at which the queue's next launch should go: `now` when it should go at once, later when a
 // partial launch may still wait for company. `expected_requests` is how many requests the worker's
 // previous launch carried (for --company-wait-us). The queue must not be empty.

@@ -64,7 +64,7 @@ bool Worker::TryClaimForCaller(const WorkItem& item) {
   normd::MutexLock lock(&mu_);
   if (!thread_idle_ || caller_running_ || !queue_.empty() || stopping_ || exited_) return false;
   // Other clients are taking turns with this one: let the worker thread gather them into one launch.
-  if (limits_.company_wait > absl::ZeroDuration() && last_launch_requests_ > 1) return false;
+  if (WaitsForCompany(limits_, last_launch_requests_)) return false;
   caller_running_ = true;
   return true;
 }
