@@ -1,8 +1,10 @@
 #include "client/normd_client.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/status_macros.h"
@@ -15,6 +17,10 @@ namespace {
 // attempt 1 to a replica that did not get the registration either).
 constexpr int kLastAttempt = 2;
 
+// Where a failed call's status keeps the server's address (an absl::Status payload, not part of the
+// message, so that messages stay what the server wrote).
+constexpr absl::string_view kPeerPayloadUrl = "type.normd.dev/normd.client.Peer";
+
 // The weight tensor for a request of `wire_dtype`: the server takes the input's dtype or float32, so a
 // weight of a third dtype is widened to float32 (exact).
 absl::Status EncodeWeight(const TensorView& weight, DType wire_dtype, normd::v1::Tensor* out) {
@@ -23,6 +29,20 @@ absl::Status EncodeWeight(const TensorView& weight, DType wire_dtype, normd::v1:
 }
 
 }  // namespace
+
+absl::Status FromGrpcCall(const grpc::Status& status, const grpc::ClientContext& context) {
+  absl::Status result = FromGrpcStatus(status);
+  if (result.ok()) return result;
+  // peer() is "" when the call never got a connection (no replica ready, deadline spent waiting).
+  const std::string peer = context.peer();
+  if (!peer.empty()) result.SetPayload(kPeerPayloadUrl, absl::Cord(peer));
+  return result;
+}
+
+std::string PeerOf(const absl::Status& status) {
+  const auto peer = status.GetPayload(kPeerPayloadUrl);  // absl::optional in this Abseil
+  return peer ? std::string(*peer) : std::string();
+}
 
 // One asynchronous Normalize: the request's retries after NOT_FOUND run as a chain of callbacks, so
 // that no gRPC thread ever blocks. Owned by shared_ptrs held by the callbacks in flight.
@@ -58,7 +78,7 @@ class Client::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
       }
       return;
     }
-    Finish(status.ok() ? ToNormalizeResult(std::move(response_)) : FromGrpcStatus(status));
+    Finish(status.ok() ? ToNormalizeResult(std::move(response_)) : FromGrpcCall(status, *context_));
   }
 
   void Reregister() {
@@ -72,7 +92,7 @@ class Client::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
 
   void OnRegistered(const grpc::Status& status) {
     if (!status.ok()) {
-      Finish(FromGrpcStatus(status));
+      Finish(FromGrpcCall(status, *context_));
       return;
     }
     const std::shared_ptr<Weight::State>& weight = prepared_->weight_->state_;
@@ -218,7 +238,7 @@ absl::StatusOr<NormalizeResult> Client::Normalize(const PreparedRequest& prepare
       request = &retry;
       continue;
     }
-    if (!status.ok()) return FromGrpcStatus(status);
+    if (!status.ok()) return FromGrpcCall(status, context);
     return ToNormalizeResult(std::move(response));
   }
 }

@@ -15,7 +15,8 @@
 // message naming the field), RESOURCE_EXHAUSTED (over the size limit, or the server is overloaded),
 // DEADLINE_EXCEEDED, UNAVAILABLE (after the channel's retries ran out). NOT_FOUND for a registered
 // weight never reaches the caller: the client registers the weight again and retries once (then sends
-// it inline, should a load balancer send the retry to yet another replica).
+// it inline, should a load balancer send the retry to yet another replica). A failed call's status
+// names the server it was sent to (PeerOf below), so a caller of several replicas can tell which failed.
 //
 // Threads: a Client is thread-safe. Callbacks run on gRPC's threads; keep them short. The Client must
 // outlive its StreamSessions; its destructor waits for asynchronous calls still in flight.
@@ -26,6 +27,7 @@
 
 #include <future>
 #include <memory>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -38,6 +40,10 @@
 #include "normd/v1/normd.grpc.pb.h"
 
 namespace normd {
+
+// The address of the server a failed call was sent to, as gRPC names it ("ipv4:127.0.0.1:50051"), or ""
+// when the call never reached a connection (or the status did not come from a call).
+std::string PeerOf(const absl::Status& status);
 
 class Client {
  public:

@@ -6,6 +6,7 @@
 #ifndef NORMD_CLIENT_STATUS_MACROS_H_
 #define NORMD_CLIENT_STATUS_MACROS_H_
 
+#include <grpcpp/client_context.h>
 #include <grpcpp/support/status.h>
 
 #include <string>
@@ -39,6 +40,10 @@ inline absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
+
+// The same, for a call made with `context`: a failed status also carries the address of the server the
+// call was sent to (see PeerOf in normd_client.h), when it reached one.
+absl::Status FromGrpcCall(const grpc::Status& status, const grpc::ClientContext& context);
 
 }  // namespace normd
 

@@ -96,7 +96,7 @@ class StreamSession::Reactor final
       for (Entry& e : unwritten_) left.push_back(std::move(e));
       unwritten_.clear();
     }
-    absl::Status status = FromGrpcStatus(grpc_status);
+    absl::Status status = FromGrpcCall(grpc_status, context_);
     if (status.ok() && !left.empty()) status = absl::InternalError("stream ended before every response came");
     for (Entry& e : left) {
       if (status.code() == absl::StatusCode::kNotFound || status.code() == absl::StatusCode::kUnavailable) {

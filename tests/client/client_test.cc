@@ -207,6 +207,22 @@ TEST_F(ClientTest, CallerMistakesAreInvalidArgument) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
 }
 
+TEST_F(ClientTest, AFailedCallNamesTheServerItWasSentTo) {
+  std::vector<float> x(10), w5(5), w4(4);
+  const std::string server = absl::StrCat("ipv4:127.0.0.1:", server_->port());
+  // Refused by the server: blocking and asynchronous calls both name it.
+  absl::StatusOr<NormalizeResult> r = client_->Normalize(TensorView::Float32(x, {2, 5}), TensorView::Float32(w4));
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_EQ(PeerOf(r.status()), server);
+  r = client_->NormalizeFuture(TensorView::Float32(x, {2, 5}), TensorView::Float32(w4)).get();
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_EQ(PeerOf(r.status()), server);
+  // Refused by the client before anything was sent: no server to name.
+  r = client_->Normalize(TensorView::Float32(x, {3, 5}), TensorView::Float32(w5));
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_EQ(PeerOf(r.status()), "");
+}
+
 // The weight survives a server restart: the client registers it again on NOT_FOUND, in every call style.
 TEST(ClientRestartTest, WeightReRegisteredAfterRestart) {
   auto first = std::make_unique<NormdProcess>();
