@@ -38,6 +38,21 @@ wait_serving() {  # port: waits for the "serving" line of a log file
 scrape() { python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$1/metrics').read().decode())"; }
 delta=$root/tests/gpu/metrics_delta.py
 
+# measure_point METRICS_PORT TIMEOUT_S LINES [metrics_delta.py options] -- NORMBENCH_ARGS...
+# One measured point: normbench between two scrapes of normd's /metrics, the last LINES lines of its
+# report, then what normd did meanwhile (requests per launch, time per stage) from the difference.
+measure_point() {
+  local port=$1 limit=$2 lines=$3
+  shift 3
+  local delta_args=()
+  while [[ $1 != -- ]]; do delta_args+=("$1"); shift; done
+  shift
+  scrape "$port" >"$OUT/m_before.txt"
+  timeout "$limit" normbench "$@" 2>&1 | tail -"$lines"
+  scrape "$port" >"$OUT/m_after.txt"
+  python3 "$delta" "$OUT/m_before.txt" "$OUT/m_after.txt" "${delta_args[@]}"
+}
+
 # serve: for each worker count in SERVE_WORKERS (--workers-per-gpu), every shape x concurrency against
 # normd-echo; after each point, normd's requests per launch and server-side times from /metrics.
 if has serve; then
@@ -58,12 +73,9 @@ if has serve; then
         for c in "${levels[@]}"; do
           name="w${workers}_${rows}x4096_${mode}_c$c"
           stamp "normbench $name"
-          scrape 9464 >"$OUT/m_before.txt"
-          timeout 200 normbench --target=127.0.0.1:50051 --baseline=127.0.0.1:50052 --concurrency="$c" \
+          measure_point 9464 200 4 -- --target=127.0.0.1:50051 --baseline=127.0.0.1:50052 --concurrency="$c" \
             --rows="$rows" --hidden=4096 --dtype=bf16 $flag --duration="$DURATION" --warmup=1s \
-            --csv="$OUT/normbench_$name.csv" 2>&1 | tail -4
-          scrape 9464 >"$OUT/m_after.txt"
-          python3 "$delta" "$OUT/m_before.txt" "$OUT/m_after.txt"
+            --csv="$OUT/normbench_$name.csv"
         done
       done
     done
@@ -88,11 +100,8 @@ if has c1; then
     wait_serving "$OUT/normd_c1_$variant.log" "normd serving"
     for rows in 1 64; do
       stamp "c1 $variant ${rows}x4096"
-      scrape 9471 >"$OUT/m_before.txt"
-      timeout 60 normbench --target=127.0.0.1:50071 --baseline=127.0.0.1:50072 --concurrency=1 --rows=$rows \
-        --hidden=4096 --dtype=bf16 --duration="$DURATION" --warmup=1s 2>&1 | tail -4
-      scrape 9471 >"$OUT/m_after.txt"
-      python3 "$delta" "$OUT/m_before.txt" "$OUT/m_after.txt"
+      measure_point 9471 60 4 -- --target=127.0.0.1:50071 --baseline=127.0.0.1:50072 --concurrency=1 \
+        --rows=$rows --hidden=4096 --dtype=bf16 --duration="$DURATION" --warmup=1s
     done
     kill -TERM $pid; wait $pid
   done
@@ -110,12 +119,9 @@ if has stages; then
   for mode in plain residual; do
     flag=""; bytes=$((2 * 4096 * 4096 * 2))
     [[ $mode == residual ]] && flag=--residual && bytes=$((2 * bytes))
-    scrape 9465 >"$OUT/m_before.txt"
-    timeout 100 normbench --target=127.0.0.1:50061 --concurrency=8 --rows=4096 --hidden=4096 --dtype=bf16 $flag \
-      --duration=6s --warmup=1s 2>&1 | tail -3
-    scrape 9465 >"$OUT/m_after.txt"
     echo "4096x4096 bf16 $mode at c=8:"
-    python3 "$delta" "$OUT/m_before.txt" "$OUT/m_after.txt" --bytes-per-request=$bytes
+    measure_point 9465 100 3 --bytes-per-request=$bytes -- --target=127.0.0.1:50061 --concurrency=8 --rows=4096 \
+      --hidden=4096 --dtype=bf16 $flag --duration=6s --warmup=1s
   done
   kill -TERM $pid; wait $pid
   for workers in 1 2; do
@@ -124,11 +130,8 @@ if has stages; then
     pid=$!
     wait_serving "$OUT/normd_w${workers}_c64.log" "normd serving"
     stamp "--workers-per-gpu=$workers, 1x4096 at c=64"
-    scrape 9466 >"$OUT/m_before.txt"
-    timeout 60 normbench --target=127.0.0.1:50062 --concurrency=64 --rows=1 --hidden=4096 --dtype=bf16 \
-      --duration=4s 2>&1 | tail -3
-    scrape 9466 >"$OUT/m_after.txt"
-    python3 "$delta" "$OUT/m_before.txt" "$OUT/m_after.txt"
+    measure_point 9466 60 3 -- --target=127.0.0.1:50062 --concurrency=64 --rows=1 --hidden=4096 --dtype=bf16 \
+      --duration=4s
     kill -TERM $pid; wait $pid
   done
 fi
@@ -146,12 +149,9 @@ if has batching; then
       IFS=, read -ra levels <<<"${BATCH_LEVELS:-1,8,64,256}"
       for c in "${levels[@]}"; do
         stamp "batching --workers-per-gpu=$workers --company-wait-us=$wait_us 1x4096 c=$c"
-        scrape 9481 >"$OUT/m_before.txt"
-        timeout 60 normbench --target=127.0.0.1:50081 --baseline=127.0.0.1:50082 --concurrency="$c" --rows=1 \
-          --hidden=4096 --dtype=bf16 --duration="$DURATION" --warmup=1s \
-          --csv="$OUT/normbench_batching_w${workers}_cw${wait_us}_c$c.csv" 2>&1 | tail -3
-        scrape 9481 >"$OUT/m_after.txt"
-        python3 "$delta" "$OUT/m_before.txt" "$OUT/m_after.txt"
+        measure_point 9481 60 3 -- --target=127.0.0.1:50081 --baseline=127.0.0.1:50082 --concurrency="$c" \
+          --rows=1 --hidden=4096 --dtype=bf16 --duration="$DURATION" --warmup=1s \
+          --csv="$OUT/normbench_batching_w${workers}_cw${wait_us}_c$c.csv"
       done
       kill -TERM $pid; wait $pid
     done
