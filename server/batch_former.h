@@ -39,6 +39,9 @@ struct BatchLimits {
   int64_t overlap_min_bytes = 0;
   // How long a launch may wait for as many requests as the worker's previous launch carried (see above).
   absl::Duration company_wait = absl::ZeroDuration();
+  // How long a worker's thread keeps polling its queue after its last launch before it sleeps; while it
+  // polls, requests are handed to it instead of being run on the submitting thread (worker.h).
+  absl::Duration busy_poll = absl::ZeroDuration();
 };
 
 // One kernel launch's worth of requests: all of one dtype and hidden size.

@@ -47,6 +47,9 @@ ABSL_FLAG(int64_t, max_queue_delay_us, 0,
 ABSL_FLAG(int64_t, company_wait_us, 0,
           "Adaptive batching for clients that wait for each answer: a launch may wait up to this long for as "
           "many requests as the worker's previous launch carried (0 = off; one client alone never waits)");
+ABSL_FLAG(int64_t, busy_poll_us, 0,
+          "Latency for CPU: after its last launch a worker's thread polls for new requests this long (a core "
+          "busy meanwhile) instead of sleeping, and launches them itself with its caches warm (0 = off)");
 ABSL_FLAG(int64_t, max_queue_bytes, int64_t{1} << 30,
           "Payload bytes of accepted, unanswered requests; past it new requests get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, max_concurrent_streams, 256,
@@ -154,6 +157,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   c.batch.max_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
   c.batch.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   c.batch.company_wait = absl::Microseconds(absl::GetFlag(FLAGS_company_wait_us));
+  c.batch.busy_poll = absl::Microseconds(absl::GetFlag(FLAGS_busy_poll_us));
   c.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes);
   c.max_weight_bytes = absl::GetFlag(FLAGS_max_weight_bytes);
   c.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
@@ -175,11 +179,11 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
                                                    " exceeds gRPC's 2 GiB message limit"));
   }
   if (absl::GetFlag(FLAGS_max_queue_delay_us) < 0 || absl::GetFlag(FLAGS_company_wait_us) < 0 ||
-      c.drain_timeout < absl::ZeroDuration()) {
+      absl::GetFlag(FLAGS_busy_poll_us) < 0 || c.drain_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--max_queue_delay_us = ", absl::GetFlag(FLAGS_max_queue_delay_us), ", --company_wait_us = ",
-        absl::GetFlag(FLAGS_company_wait_us), " and --drain_timeout = ", absl::FormatDuration(c.drain_timeout),
-        " must be >= 0"));
+        absl::GetFlag(FLAGS_company_wait_us), ", --busy_poll_us = ", absl::GetFlag(FLAGS_busy_poll_us),
+        " and --drain_timeout = ", absl::FormatDuration(c.drain_timeout), " must be >= 0"));
   }
   if (c.zero_copy_max_bytes < 0 || c.batch.overlap_min_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--zero_copy_max_bytes = ", c.zero_copy_max_bytes,

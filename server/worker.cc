@@ -11,6 +11,15 @@
 namespace normd {
 namespace {
 
+// Tells the core this thread is spinning (lets a sibling hyperthread run, saves power).
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 struct QueueChanged {
   const WorkQueue* queue;
   const bool* stopping;
@@ -49,6 +58,7 @@ void Worker::Submit(std::unique_ptr<WorkItem> item) {
       load_rows_.fetch_add(item->rows(), std::memory_order_relaxed);
       if (metrics_ != nullptr) metrics_->queue_depth().Increment();
       queue_.push_back(std::move(item));
+      queue_events_.fetch_add(1, std::memory_order_release);
       return;
     }
   }
@@ -57,8 +67,9 @@ void Worker::Submit(std::unique_ptr<WorkItem> item) {
 }
 
 bool Worker::TryClaimForCaller(const WorkItem& item) {
+  // Busy polling hands every request to the worker's hot thread instead (see worker.h).
   if (!item.may_run_on_caller_thread || !executor_->runs_on_caller_thread() ||
-      limits_.max_queue_delay > absl::ZeroDuration()) {
+      limits_.max_queue_delay > absl::ZeroDuration() || limits_.busy_poll > absl::ZeroDuration()) {
     return false;
   }
   normd::MutexLock lock(&mu_);
@@ -88,8 +99,17 @@ void Worker::Stop() {
   {
     normd::MutexLock lock(&mu_);
     stopping_ = true;
+    queue_events_.fetch_add(1, std::memory_order_release);  // ends a busy poll
   }
   if (thread_.joinable()) thread_.join();
+}
+
+void Worker::PollForWork(int64_t seen, absl::Time until) {
+  while (queue_events_.load(std::memory_order_acquire) == seen) {
+    // Check the clock every 64 rounds: a pause is ~40 ns, a clock read about as much.
+    for (int i = 0; i < 64; ++i) CpuRelax();
+    if (absl::Now() >= until) return;
+  }
 }
 
 void Worker::Loop() {
@@ -98,7 +118,14 @@ void Worker::Loop() {
   // that packing and copying launch k+1 overlaps the device work of launch k.
   std::deque<InFlight> in_flight;
   const size_t max_in_flight = static_cast<size_t>(std::max(1, executor_->max_in_flight()));
+  int64_t poll_from = -1;  // -1: do not poll (work may be queued, or stopping)
   while (true) {
+    // Nothing in flight and the queue was empty when last looked at: poll a while before sleeping
+    // (--busy-poll-us). `poll_from` was read under that lock, so a request queued since ends the poll
+    // at once.
+    if (in_flight.empty() && poll_from >= 0 && limits_.busy_poll > absl::ZeroDuration()) {
+      PollForWork(poll_from, absl::Now() + limits_.busy_poll);
+    }
     Launch launch;
     {
       normd::MutexLock lock(&mu_);
@@ -139,6 +166,8 @@ void Worker::Loop() {
       if (metrics_ != nullptr) {
         metrics_->queue_depth().Decrement(static_cast<double>(dropped.size() + launch.items.size()));
       }
+      // Submit and Stop bump queue_events_ under this lock, so it is in step with the queue seen here.
+      poll_from = queue_.empty() && !stopping_ ? queue_events_.load(std::memory_order_relaxed) : -1;
     }
     // Answer outside the lock: a completion callback may take the gRPC library's own locks.
     for (auto& [item, status] : dropped) {

@@ -5,11 +5,19 @@
 // batch_former.h for the rules). Each request is answered from this thread as soon as its launch ends.
 //
 // The shortcut: when the thread is idle, the queue is empty, batching does not wait (--max-queue-delay-us
-// = 0, and no company is expected: see BatchLimits::company_wait) and the executor allows it (CPU and
+// = 0, and no company is expected: see BatchLimits::company_wait), busy polling is off, and the
+// executor allows it (CPU and
 // CUDA do), a request that allows it is
 // computed and answered on the thread that submits it, as a launch of one. At low load that is what the
 // worker thread would have done anyway, minus two thread wake-ups (half of a small request's latency on
 // a 2-core machine). Requests arriving meanwhile queue up and go out batched as usual.
+//
+// Busy polling (BatchLimits::busy_poll, --busy-poll-us, off by default): after each launch the thread
+// spins on its queue for that long before it sleeps, and every request is handed to it (no shortcut):
+// one arriving within the window is launched at once by a thread that never slept. A gRPC thread wakes from epoll with cold caches, and the
+// CUDA driver's launch and wait then cost about twice what they cost on a thread that stays hot
+// (docs/BENCHMARKS.md, "One request at a time"); the price is a core kept busy while clients keep
+// coming within the window.
 #ifndef NORMD_SERVER_WORKER_H_
 #define NORMD_SERVER_WORKER_H_
 
@@ -56,6 +64,9 @@ class Worker {
   };
 
   void Loop();
+  // Spins until queue_events_ moves past `seen` (a request was queued, or Stop() was called) or
+  // `until` passes (busy polling).
+  void PollForWork(int64_t seen, absl::Time until);
   // Claims the idle executor for the calling thread if the shortcut applies; true if it did.
   bool TryClaimForCaller(const WorkItem& item);
   void RunOnCallerThread(std::unique_ptr<WorkItem> item);
@@ -66,6 +77,9 @@ class Worker {
   const BatchLimits limits_;
   ServerMetrics* const metrics_;
   std::atomic<int64_t> load_rows_{0};
+  // Bumped (under mu_) by every Submit that queues and by Stop(): what a polling thread watches
+  // without the lock.
+  std::atomic<int64_t> queue_events_{0};
 
   normd::Mutex mu_;
   WorkQueue queue_ ABSL_GUARDED_BY(mu_);

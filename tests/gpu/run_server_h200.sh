@@ -5,6 +5,9 @@
 #                requests per launch and server-side times after each point -> normbench_*.csv, metrics_w*.txt
 #                (SERVE_FLAGS: more normd flags, e.g. --max-queue-bytes for 64 x 32 MiB in flight)
 #   c1           one request at a time: normd (CPU and CUDA backends) vs the echo, with normd's own times
+#                and the GPU's SM clock sampled during each point (clocks_c1_*.csv), and normd's CPU
+#                time; C1_VARIANTS picks from cpu, cuda, cuda_copies (zero copy off), cuda_poll
+#                (--busy-poll-us=BUSY_POLL_US), cuda_zc4 (zero copy up to 4 MiB) and cuda_poll_zc4
 #   stages       32 MiB requests at concurrency 8: device time per request against the host link
 #                bandwidth normd measured; 1-row requests at concurrency 64 with 1 and 2 workers
 #   batching     1x4096 at BATCH_LEVELS concurrency for each --company-wait-us in BATCH_WAITS and each
@@ -91,17 +94,37 @@ if has c1; then
   normd-echo --listen=127.0.0.1:50072 2>"$OUT/echo_c1.log" &
   echo_pid=$!
   wait_serving "$OUT/echo_c1.log" "listening on"
-  # cuda_copies: the CUDA backend with the zero-copy path turned off (every launch copies up and down).
-  for variant in cpu cuda cuda_copies; do
-    flags="--backend=${variant%_copies}"
-    [[ $variant == cuda_copies ]] && flags="$flags --zero-copy-max-bytes=0"
+  # cuda_copies: the CUDA backend with the zero-copy path turned off (every launch copies up and down);
+  # cuda_poll: the CUDA backend with busy polling (worker.h).
+  for variant in ${C1_VARIANTS:-cpu cuda cuda_copies}; do
+    case $variant in
+      cpu) flags="--backend=cpu" ;;
+      cuda) flags="--backend=cuda" ;;
+      cuda_copies) flags="--backend=cuda --zero-copy-max-bytes=0" ;;
+      cuda_poll) flags="--backend=cuda --busy-poll-us=${BUSY_POLL_US:-1000}" ;;
+      cuda_zc4) flags="--backend=cuda --zero-copy-max-bytes=4194304" ;;
+      cuda_poll_zc4) flags="--backend=cuda --busy-poll-us=${BUSY_POLL_US:-1000} --zero-copy-max-bytes=4194304" ;;
+      *) echo "unknown c1 variant $variant"; continue ;;
+    esac
     normd $flags --listen=127.0.0.1:50071 --metrics-listen=127.0.0.1:9471 2>"$OUT/normd_c1_$variant.log" &
     pid=$!
     wait_serving "$OUT/normd_c1_$variant.log" "normd serving"
     for rows in 1 64; do
       stamp "c1 $variant ${rows}x4096"
+      # The SM clock while one request at a time runs: a 1-row kernel's time scales with it.
+      nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw --format=csv,noheader,nounits -lms 100 \
+        >"$OUT/clocks_c1_${variant}_$rows.csv" &
+      smi_pid=$!
+      cpu_before=$(awk '{print $14 + $15}' /proc/$pid/stat); wall_before=$(date +%s.%N)
       measure_point 9471 60 4 -- --target=127.0.0.1:50071 --baseline=127.0.0.1:50072 --concurrency=1 \
         --rows=$rows --hidden=4096 --dtype=bf16 --duration="$DURATION" --warmup=1s
+      cpu_after=$(awk '{print $14 + $15}' /proc/$pid/stat); wall_after=$(date +%s.%N)
+      # normbench measures normd and the echo in turn, so normd is busy about half of this wall time.
+      awk -v c=$((cpu_after - cpu_before)) -v w0="$wall_before" -v w1="$wall_after" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN {printf "normd CPU time over the point: %.2f s in %.1f s of wall time\n", c / hz, w1 - w0}'
+      kill $smi_pid; wait $smi_pid 2>/dev/null
+      sort -n "$OUT/clocks_c1_${variant}_$rows.csv" | awk -F, '{c[NR]=$1} END {if (NR) printf \
+        "SM clock during the point: min %d, median %d, max %d MHz (%d samples)\n", c[1], c[int((NR+1)/2)], c[NR], NR}'
     done
     kill -TERM $pid; wait $pid
   done

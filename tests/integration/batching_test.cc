@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <latch>
 #include <random>
@@ -119,6 +120,45 @@ TEST(BatchingTest, CompanyWaitNeverDelaysALoneClient) {
   }
   // Twenty waits for company would take 4 s.
   EXPECT_LT(absl::Now() - start, absl::Seconds(2)) << "a lone client waited for company";
+}
+
+// --busy-poll-us: every request goes through the polling worker thread (no caller-thread shortcut),
+// alone or with others, and each answer is right; SIGTERM still drains at once (the poll ends on Stop).
+TEST(BatchingTest, BusyPollingServesLoneAndConcurrentClients) {
+  NormdProcess server;
+  std::vector<std::string> args = TestBackend() == "cpu" ? std::vector<std::string>{"--backend=cpu"}
+                                                         : std::vector<std::string>{"--backend=cuda"};
+  args.push_back("--busy-poll-us=2000");
+  ASSERT_TRUE(server.Start(args).ok()) << server.log();
+  std::mt19937 rng(11);
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  for (int i = 0; i < 20; ++i) {
+    const NormalizeRequest request = MakeRequest(DType::kBFloat16, 1 + i % 3, 4096, i % 2 == 0, rng);
+    NormalizeResponse response;
+    const grpc::Status status = CallNormalize(*stub, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(CompareWithReference(request, response), "");
+    if (i % 5 == 4) absl::SleepFor(absl::Milliseconds(10));  // past the window: the worker sleeps, then wakes
+  }
+  std::vector<std::thread> clients;
+  std::atomic<int> failures{0};
+  for (int c = 0; c < 8; ++c) {
+    clients.emplace_back([&, c] {
+      auto client_stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+      std::mt19937 client_rng(static_cast<uint32_t>(200 + c));
+      for (int i = 0; i < 10; ++i) {
+        const NormalizeRequest request = MakeRequest(DType::kFloat16, 2, 1024, (c + i) % 2 == 0, client_rng);
+        NormalizeResponse response;
+        const grpc::Status status = CallNormalize(*client_stub, request, &response);
+        if (!status.ok() || !CompareWithReference(request, response).empty()) failures.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  const absl::Time stop_at = absl::Now();
+  EXPECT_EQ(server.StopWith(SIGTERM), 0) << server.log();  // waitpid status of exit(0)
+  EXPECT_LT(absl::Now() - stop_at, absl::Seconds(10));
 }
 
 TEST(BatchingTest, ConcurrentMixedRequestsAreEachCorrect) {

@@ -1,11 +1,12 @@
 // Workers and the scheduler with a fake executor: immediate launch when idle, coalescing while busy,
-// the queued-bytes bound, least-loaded dispatch, no overlap for small launches, waiting for company, and
-// draining on shutdown.
+// the queued-bytes bound, least-loaded dispatch, no overlap for small launches, waiting for company, busy
+// polling, and draining on shutdown.
 #include "server/scheduler.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -184,6 +185,66 @@ TEST(SchedulerTest, CompanyWaitGathersAsManyRequestsAsTheLastLaunchCarried) {
   EXPECT_LT(absl::Now() - next_sent, absl::Milliseconds(900)) << "a lone client waited for company";
   EXPECT_EQ(fake->launch_sizes(), (std::vector<int>{1, 4, 4, 1, 1}));
   scheduler.Shutdown();
+}
+
+// Records the thread that ran each launch; allows the submitting thread to run one (as CPU and CUDA do).
+class ThreadRecordingExecutor : public BatchExecutor {
+ public:
+  absl::Status Start(const Launch& /*launch*/, StageTimes& /*stages*/) override {
+    normd::MutexLock lock(&mu_);
+    last_thread_ = std::this_thread::get_id();
+    return absl::OkStatus();
+  }
+  bool runs_on_caller_thread() const override { return true; }
+  std::string name() const override { return "thread-recording"; }
+  std::string device() const override { return "fake"; }
+  std::thread::id last_thread() {
+    normd::MutexLock lock(&mu_);
+    return last_thread_;
+  }
+
+ private:
+  normd::Mutex mu_;
+  std::thread::id last_thread_;
+};
+
+// Submits one request that may run on this thread, waits for its answer, and says whether it did.
+bool RanOnThisThread(Scheduler& scheduler, ThreadRecordingExecutor* executor, Tracker& tracker) {
+  const int answered = tracker.ok.load();
+  std::unique_ptr<WorkItem> item = Item(tracker);
+  item->may_run_on_caller_thread = true;
+  EXPECT_TRUE(scheduler.Submit(std::move(item)).ok());
+  WaitFor([&] { return tracker.ok.load() == answered + 1; });
+  return executor->last_thread() == std::this_thread::get_id();
+}
+
+TEST(SchedulerTest, BusyPollingHandsEveryRequestToTheWorkerThread) {
+  for (const absl::Duration busy_poll : {absl::ZeroDuration(), absl::Seconds(30)}) {
+    SCOPED_TRACE(absl::StrCat("busy_poll ", absl::FormatDuration(busy_poll)));
+    auto executor = std::make_unique<ThreadRecordingExecutor>();
+    ThreadRecordingExecutor* recorder = executor.get();
+    BatchLimits limits;
+    limits.busy_poll = busy_poll;
+    std::vector<std::unique_ptr<Worker>> workers;
+    workers.push_back(std::make_unique<Worker>(std::move(executor), limits));
+    Scheduler scheduler(std::move(workers), int64_t{1} << 30);
+    Tracker tracker;
+    int on_this_thread = 0;
+    for (int i = 0; i < 20; ++i) {
+      on_this_thread += RanOnThisThread(scheduler, recorder, tracker) ? 1 : 0;
+      absl::SleepFor(absl::Milliseconds(2));  // the worker thread goes idle (or polls) between requests
+    }
+    if (busy_poll == absl::ZeroDuration()) {
+      EXPECT_GT(on_this_thread, 0) << "an idle worker never let the submitting thread run a request";
+    } else {
+      EXPECT_EQ(on_this_thread, 0) << "a request ran on the submitting thread while the worker polled";
+    }
+    // Stopping ends a poll at once rather than after its 30 s.
+    const absl::Time stop_at = absl::Now();
+    scheduler.Shutdown();
+    EXPECT_LT(absl::Now() - stop_at, absl::Seconds(10));
+    EXPECT_EQ(tracker.ok.load(), 20);
+  }
 }
 
 TEST(SchedulerTest, QueuedBytesAreBoundedAndFreedOnCompletion) {
