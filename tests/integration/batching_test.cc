@@ -123,7 +123,8 @@ TEST(BatchingTest, CompanyWaitNeverDelaysALoneClient) {
 }
 
 // --busy-poll-us: every request goes through the polling worker thread (no caller-thread shortcut),
-// alone or with others, and each answer is right; SIGTERM still drains at once (the poll ends on Stop).
+// alone or with others, and each answer is right; SIGTERM still drains and exits 0. (That a poll ends at
+// once on Stop is SchedulerTest.BusyPollingHandsEveryRequestToTheWorkerThread's.)
 TEST(BatchingTest, BusyPollingServesLoneAndConcurrentClients) {
   NormdProcess server;
   std::vector<std::string> args = TestBackend() == "cpu" ? std::vector<std::string>{"--backend=cpu"}
@@ -131,14 +132,16 @@ TEST(BatchingTest, BusyPollingServesLoneAndConcurrentClients) {
   args.push_back("--busy-poll-us=2000");
   ASSERT_TRUE(server.Start(args).ok()) << server.log();
   std::mt19937 rng(11);
-  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
-  for (int i = 0; i < 20; ++i) {
-    const NormalizeRequest request = MakeRequest(DType::kBFloat16, 1 + i % 3, 4096, i % 2 == 0, rng);
-    NormalizeResponse response;
-    const grpc::Status status = CallNormalize(*stub, request, &response);
-    ASSERT_TRUE(status.ok()) << status.error_message();
-    EXPECT_EQ(CompareWithReference(request, response), "");
-    if (i % 5 == 4) absl::SleepFor(absl::Milliseconds(10));  // past the window: the worker sleeps, then wakes
+  {
+    auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+    for (int i = 0; i < 20; ++i) {
+      const NormalizeRequest request = MakeRequest(DType::kBFloat16, 1 + i % 3, 4096, i % 2 == 0, rng);
+      NormalizeResponse response;
+      const grpc::Status status = CallNormalize(*stub, request, &response);
+      ASSERT_TRUE(status.ok()) << status.error_message();
+      EXPECT_EQ(CompareWithReference(request, response), "");
+      if (i % 5 == 4) absl::SleepFor(absl::Milliseconds(10));  // past the window: the worker sleeps, then wakes
+    }
   }
   std::vector<std::thread> clients;
   std::atomic<int> failures{0};
@@ -156,9 +159,7 @@ TEST(BatchingTest, BusyPollingServesLoneAndConcurrentClients) {
   }
   for (auto& t : clients) t.join();
   EXPECT_EQ(failures.load(), 0);
-  const absl::Time stop_at = absl::Now();
   EXPECT_EQ(server.StopWith(SIGTERM), 0) << server.log();  // waitpid status of exit(0)
-  EXPECT_LT(absl::Now() - stop_at, absl::Seconds(10));
 }
 
 TEST(BatchingTest, ConcurrentMixedRequestsAreEachCorrect) {
