@@ -67,13 +67,16 @@ void Worker::Submit(std::unique_ptr<WorkItem> item) {
 }
 
 bool Worker::TryClaimForCaller(const WorkItem& item) {
-  // Busy polling hands every request to the worker's hot thread instead (see worker.h).
   if (!item.may_run_on_caller_thread || !executor_->runs_on_caller_thread() ||
-      limits_.max_queue_delay > absl::ZeroDuration() || limits_.busy_poll > absl::ZeroDuration()) {
+      limits_.max_queue_delay > absl::ZeroDuration()) {
     return false;
   }
+  // Busy polling hands small requests to the worker's hot thread (see worker.h).
+  const bool busy_polling = limits_.busy_poll > absl::ZeroDuration();
+  if (busy_polling && item.bytes() <= kBusyPollHandOffMaxBytes) return false;
   normd::MutexLock lock(&mu_);
-  if (!thread_idle_ || caller_running_ || !queue_.empty() || stopping_ || exited_) return false;
+  // A polling thread is as idle as a sleeping one: it launches nothing until it takes the lock.
+  if (!(thread_idle_ || polling_) || caller_running_ || !queue_.empty() || stopping_ || exited_) return false;
   // Other clients are taking turns with this one: let the worker thread gather them into one launch.
   if (WaitsForCompany(limits_, last_launch_requests_)) return false;
   caller_running_ = true;
@@ -104,6 +107,11 @@ void Worker::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void Worker::SetPolling(bool polling) {
+  normd::MutexLock lock(&mu_);
+  polling_ = polling;
+}
+
 void Worker::PollForWork(int64_t seen, absl::Time until) {
   while (queue_events_.load(std::memory_order_acquire) == seen) {
     // Check the clock every 64 rounds: a pause is ~40 ns, a clock read about as much.
@@ -124,7 +132,9 @@ void Worker::Loop() {
     // (--busy-poll-us). `poll_from` was read under that lock, so a request queued since ends the poll
     // at once.
     if (in_flight.empty() && poll_from >= 0 && limits_.busy_poll > absl::ZeroDuration()) {
+      SetPolling(true);
       PollForWork(poll_from, absl::Now() + limits_.busy_poll);
+      SetPolling(false);
     }
     Launch launch;
     {

@@ -22,22 +22,16 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda/bench_util.h"
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/dtype.h"
 #include "kernels/rmsnorm.h"
 
 namespace {
 
-using normd::DType;
+using normd::bench::Median;
 
-#define CHECK_CUDA(expr)                                                                         \
-  do {                                                                                           \
-    const cudaError_t e_ = (expr);                                                               \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
+using normd::DType;
 
 constexpr double kTouchBytes = 240e6;  // per timing sample: 4x the 60 MB L2
 constexpr int kSamples = 100;
@@ -68,11 +62,6 @@ DType ParseDType(const std::string& s) {
 
 const char* ShortName(DType d) {
   return d == DType::kFloat32 ? "fp32" : d == DType::kFloat16 ? "fp16" : "bf16";
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // One device pool, filled once with random finite values of every dtype's range, carved per shape.

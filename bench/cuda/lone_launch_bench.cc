@@ -32,31 +32,19 @@
 #include <thread>
 #include <vector>
 
+#include "bench/cuda/bench_util.h"
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/dtype.h"
 #include "kernels/rmsnorm.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using normd::bench::Median;
 
-#define CHECK_CUDA(expr)                                                                         \
-  do {                                                                                           \
-    const cudaError_t e_ = (expr);                                                               \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
+using Clock = std::chrono::steady_clock;
 
 constexpr int kWarmup = 200;
 constexpr int kIterations = 2000;
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;

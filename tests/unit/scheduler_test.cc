@@ -209,16 +209,17 @@ class ThreadRecordingExecutor : public BatchExecutor {
 };
 
 // Submits one request that may run on this thread, waits for its answer, and says whether it did.
-bool RanOnThisThread(Scheduler& scheduler, ThreadRecordingExecutor* executor, Tracker& tracker) {
+bool RanOnThisThread(Scheduler& scheduler, ThreadRecordingExecutor* executor, Tracker& tracker,
+                     int64_t rows = 1) {
   const int answered = tracker.ok.load();
-  std::unique_ptr<WorkItem> item = Item(tracker);
+  std::unique_ptr<WorkItem> item = Item(tracker, rows);
   item->may_run_on_caller_thread = true;
   EXPECT_TRUE(scheduler.Submit(std::move(item)).ok());
   WaitFor([&] { return tracker.ok.load() == answered + 1; });
   return executor->last_thread() == std::this_thread::get_id();
 }
 
-TEST(SchedulerTest, BusyPollingHandsEveryRequestToTheWorkerThread) {
+TEST(SchedulerTest, BusyPollingHandsSmallRequestsToTheWorkerThread) {
   for (const absl::Duration busy_poll : {absl::ZeroDuration(), absl::Seconds(30)}) {
     SCOPED_TRACE(absl::StrCat("busy_poll ", absl::FormatDuration(busy_poll)));
     auto executor = std::make_unique<ThreadRecordingExecutor>();
@@ -237,13 +238,22 @@ TEST(SchedulerTest, BusyPollingHandsEveryRequestToTheWorkerThread) {
     if (busy_poll == absl::ZeroDuration()) {
       EXPECT_GT(on_this_thread, 0) << "an idle worker never let the submitting thread run a request";
     } else {
-      EXPECT_EQ(on_this_thread, 0) << "a request ran on the submitting thread while the worker polled";
+      EXPECT_EQ(on_this_thread, 0) << "a small request ran on the submitting thread while the worker polled";
     }
+    // Requests over kBusyPollHandOffMaxBytes (100 rows of 1 KiB) run where they were parsed whenever the
+    // worker is idle, polling or not. (It may still be finishing the last launch: hence "eventually".)
+    int large_sent = 0, large_on_this_thread = 0;
+    while (large_on_this_thread < 5 && large_sent < 100) {
+      large_on_this_thread += RanOnThisThread(scheduler, recorder, tracker, /*rows=*/100) ? 1 : 0;
+      ++large_sent;
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    EXPECT_EQ(large_on_this_thread, 5) << "large requests were handed to the worker thread";
     // Stopping ends a poll at once rather than after its 30 s.
     const absl::Time stop_at = absl::Now();
     scheduler.Shutdown();
     EXPECT_LT(absl::Now() - stop_at, absl::Seconds(10));
-    EXPECT_EQ(tracker.ok.load(), 20);
+    EXPECT_EQ(tracker.ok.load(), 20 + large_sent);
   }
 }
 
