@@ -23,6 +23,7 @@
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/normalizer_service.h"
+#include "server/process_metrics.h"
 #include "server/scheduler.h"
 #include "server/server_config.h"
 #include "server/warm_up.h"
@@ -48,6 +49,9 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartMetricsEndpoint(
     return absl::UnavailableError(absl::StrCat("--metrics-listen=", address, ": ", e.what()));
   }
   exposer->RegisterCollectable(registry);
+  // Resident memory, CPU time and the allocator's heap, read at each scrape (process_metrics.h).
+  static const auto process_metrics = std::make_shared<ProcessMetrics>();
+  exposer->RegisterCollectable(process_metrics);
   const std::vector<int> ports = exposer->GetListeningPorts();
   const std::string host = address.substr(0, address.rfind(':'));
   Log(LogLevel::kInfo, "metrics on ", host, ":", ports.empty() ? 0 : ports.front(), " (path /metrics)");

@@ -73,6 +73,12 @@ Exposition Parse(const std::string& text) {
   return e;
 }
 
+// The # TYPE a family was declared with, or "" for none.
+std::string TypeOf(const Exposition& e, const std::string& family) {
+  const auto it = e.types.find(family);
+  return it == e.types.end() ? "" : it->second;
+}
+
 TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
   NormdProcess server;
   ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();
@@ -169,6 +175,13 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
   EXPECT_EQ(e.Sum("normd_weights_registered"), 1);
   EXPECT_GE(e.Sum("normd_workers", {{"state", "ready"}, {"device", device}}), 1);
   EXPECT_EQ(e.Sum("normd_build_info", {{"backend", TestBackend()}}), 1);
+  // The process's own figures, read at scrape time (server/process_metrics.h).
+  EXPECT_GT(e.Sum("process_resident_memory_bytes"), 1 << 20);
+  EXPECT_EQ(TypeOf(e, "process_resident_memory_bytes"), "gauge");
+  EXPECT_GT(e.Sum("process_cpu_seconds_total"), 0);
+  EXPECT_EQ(TypeOf(e, "process_cpu_seconds_total"), "counter");
+  EXPECT_GT(e.Sum("normd_allocator_bytes", {{"state", "in_use"}}), 0);
+  EXPECT_TRUE(e.Has("normd_allocator_bytes")) << "no allocator figures (glibc >= 2.33 has mallinfo2)";
   // Counts and timings only: nothing of a tensor's bytes or a weight's id reaches the endpoint.
   EXPECT_EQ(text->find("w-float32"), std::string::npos);
 
