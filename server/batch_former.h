@@ -40,7 +40,7 @@ struct BatchLimits {
   // How long a launch may wait for as many requests as the worker's previous launch carried (see above).
   absl::Duration company_wait = absl::ZeroDuration();
   // How long a worker's thread keeps polling its queue after its last launch before it sleeps; while it
-  // polls, requests are handed to it instead of being run on the submitting thread (worker.h).
+  // polls, small requests are handed to it instead of being run on the submitting thread (worker.h).
   absl::Duration busy_poll = absl::ZeroDuration();
 };
 

@@ -13,11 +13,11 @@
 namespace normd {
 namespace {
 
-prometheus::MetricFamily Gauge(std::string name, std::string help) {
+prometheus::MetricFamily Family(std::string name, std::string help, prometheus::MetricType type) {
   prometheus::MetricFamily family;
   family.name = std::move(name);
   family.help = std::move(help);
-  family.type = prometheus::MetricType::Gauge;
+  family.type = type;
   return family;
 }
 
@@ -63,25 +63,25 @@ double CpuSeconds() {
 std::vector<prometheus::MetricFamily> ProcessMetrics::Collect() const {
   std::vector<prometheus::MetricFamily> families;
   if (const double rss = ResidentBytes(); rss >= 0) {
-    prometheus::MetricFamily family = Gauge("process_resident_memory_bytes", "Resident memory size in bytes");
+    prometheus::MetricFamily family =
+        Family("process_resident_memory_bytes", "Resident memory size in bytes", prometheus::MetricType::Gauge);
     AddValue(family, rss);
     families.push_back(std::move(family));
   }
   if (const double cpu = CpuSeconds(); cpu >= 0) {
-    prometheus::MetricFamily family;
-    family.name = "process_cpu_seconds_total";
-    family.help = "Total user and system CPU time spent in seconds";
-    family.type = prometheus::MetricType::Counter;
+    prometheus::MetricFamily family = Family(
+        "process_cpu_seconds_total", "Total user and system CPU time spent in seconds", prometheus::MetricType::Counter);
     AddValue(family, cpu);
     families.push_back(std::move(family));
   }
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
   // mallinfo2 walks every arena under its lock: cheap at normd's 4 arenas, and only per scrape.
   const struct mallinfo2 heap = mallinfo2();
-  prometheus::MetricFamily family = Gauge(
+  prometheus::MetricFamily family = Family(
       "normd_allocator_bytes",
       "glibc heap: bytes handed out to the program (in_use, mmapped blocks included) and free bytes inside "
-      "the allocator's heaps (free_held; only the pages once touched are resident)");
+      "the allocator's heaps (free_held; only the pages once touched are resident)",
+      prometheus::MetricType::Gauge);
   AddValue(family, static_cast<double>(heap.uordblks + heap.hblkhd), {{"state", "in_use"}});
   AddValue(family, static_cast<double>(heap.fordblks), {{"state", "free_held"}});
   families.push_back(std::move(family));

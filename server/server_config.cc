@@ -49,7 +49,8 @@ ABSL_FLAG(int64_t, company_wait_us, 0,
           "many requests as the worker's previous launch carried (0 = off; one client alone never waits)");
 ABSL_FLAG(int64_t, busy_poll_us, 0,
           "Latency for CPU: after its last launch a worker's thread polls for new requests this long (a core "
-          "busy meanwhile) instead of sleeping, and launches them itself with its caches warm (0 = off)");
+          "busy meanwhile) instead of sleeping, and launches small ones (up to 64 KiB) itself with its caches warm "
+          "(0 = off)");
 ABSL_FLAG(int64_t, max_queue_bytes, int64_t{1} << 30,
           "Payload bytes of accepted, unanswered requests; past it new requests get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, max_concurrent_streams, 256,
