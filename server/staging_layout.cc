@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "base/streaming_copy.h"
+
 namespace normd {
 namespace {
 
@@ -59,11 +61,12 @@ absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void*
     const ValidatedRequest& r = launch.items[i]->request;
     const auto bytes = static_cast<size_t>(r.elements() * itemsize);
     RmsNormSegment seg{};
-    std::memcpy(At(up_host, layout.input_at[i]), r.input, bytes);
+    // The device reads these next, the CPU never: see base/streaming_copy.h.
+    CopyBypassingCaches(At(up_host, layout.input_at[i]), r.input, bytes);
     seg.input = At(up_device, layout.input_at[i]);
     seg.output = At(down_device, layout.output_at[i]);
     if (r.residual != nullptr) {
-      std::memcpy(At(up_host, layout.residual_at[i]), r.residual, bytes);
+      CopyBypassingCaches(At(up_host, layout.residual_at[i]), r.residual, bytes);
       seg.residual = At(up_device, layout.residual_at[i]);
       seg.residual_out = At(down_device, layout.residual_out_at[i]);
     }

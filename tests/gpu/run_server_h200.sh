@@ -13,6 +13,9 @@
 #   batching     1x4096 at BATCH_LEVELS concurrency for each --company-wait-us in BATCH_WAITS and each
 #                --workers-per-gpu in BATCH_WORKERS: throughput against the echo, requests per launch
 #   echo_ab      two normd-echo binaries side by side: ECHO_A (default: this bundle's) against ECHO_B
+#   normd_ab     two normd builds or flag sets, each against the echo, in turn, AB_ROUNDS times: NORMD_A
+#                (default: this bundle's normd) with AB_FLAGS_A, NORMD_B (default: the same) with
+#                AB_FLAGS_B, at AB_POINTS (rows:concurrency[:residual])       -> normbench_ab_*.csv
 # Everything printed goes to stdout; tee it into $OUT.
 # Usage (repository root, after `../shared/gpu/bundle.sh build/cuda-h200 .gpu`):
 #   STEPS="integration serve" tests/gpu/run_server_h200.sh
@@ -56,6 +59,16 @@ measure_point() {
   python3 "$delta" "$OUT/m_before.txt" "$OUT/m_after.txt" "${delta_args[@]}"
 }
 
+# compare_point METRICS_PORT LIMIT_S NAME TARGET BASELINE CONCURRENCY ROWS [more normbench flags]
+# One point of normd (TARGET) against the echo (BASELINE), 4096-wide bf16 rows, through measure_point;
+# normbench's CSV goes to $OUT/normbench_NAME.csv.
+compare_point() {
+  local port=$1 limit=$2 name=$3 target=$4 baseline=$5 c=$6 rows=$7
+  shift 7
+  measure_point "$port" "$limit" 4 -- --target="$target" --baseline="$baseline" --concurrency="$c" --rows="$rows" \
+    --hidden=4096 --dtype=bf16 "$@" --duration="$DURATION" --warmup=1s --csv="$OUT/normbench_$name.csv"
+}
+
 # serve: for each worker count in SERVE_WORKERS (--workers-per-gpu), every shape x concurrency against
 # normd-echo; after each point, normd's requests per launch and server-side times from /metrics.
 if has serve; then
@@ -76,9 +89,7 @@ if has serve; then
         for c in "${levels[@]}"; do
           name="w${workers}_${rows}x4096_${mode}_c$c"
           stamp "normbench $name"
-          measure_point 9464 200 4 -- --target=127.0.0.1:50051 --baseline=127.0.0.1:50052 --concurrency="$c" \
-            --rows="$rows" --hidden=4096 --dtype=bf16 $flag --duration="$DURATION" --warmup=1s \
-            --csv="$OUT/normbench_$name.csv"
+          compare_point 9464 200 "$name" 127.0.0.1:50051 127.0.0.1:50052 "$c" "$rows" $flag
         done
       done
     done
@@ -194,5 +205,30 @@ if has echo_ab && [[ -x "${ECHO_B:-}" ]]; then
   timeout 60 normbench --target=127.0.0.1:50092 --baseline=127.0.0.1:50093 --concurrency=1,8,64,256 --rows=1 \
     --hidden=4096 --dtype=bf16 --duration="$DURATION" --warmup=1s 2>&1 | grep -E "^target|^baseline|throughput"
   kill -TERM $a_pid $b_pid
+fi
+# normd_ab: what one change does to normd's cost over the echo, the two sides measured in turn against
+# the same echo process so that drift of the machine shows up in both.
+if has normd_ab; then
+  normd-echo --listen=127.0.0.1:50102 2>"$OUT/echo_ab.log" &
+  echo_pid=$!
+  wait_serving "$OUT/echo_ab.log" "listening on"
+  for round in $(seq 1 "${AB_ROUNDS:-2}"); do
+    for side in a b; do
+      if [[ $side == a ]]; then bin=${NORMD_A:-normd}; flags=${AB_FLAGS_A:-}; else bin=${NORMD_B:-normd}; flags=${AB_FLAGS_B:-}; fi
+      "$bin" --backend=cuda $flags --listen=127.0.0.1:50101 --metrics-listen=127.0.0.1:9501 \
+        2>"$OUT/normd_ab_${side}_r$round.log" &
+      pid=$!
+      wait_serving "$OUT/normd_ab_${side}_r$round.log" "normd serving"
+      for point in ${AB_POINTS:-"64:1" "64:1:residual" "64:8" "1:1"}; do
+        IFS=: read -r rows c mode <<<"$point"
+        flag=""; [[ $mode == residual ]] && flag=--residual
+        name="ab_${side}_r${round}_${rows}x4096_${mode:-plain}_c$c"
+        stamp "normd_ab $name: $bin $flags"
+        compare_point 9501 60 "$name" 127.0.0.1:50101 127.0.0.1:50102 "$c" "$rows" $flag
+      done
+      kill -TERM $pid; wait $pid
+    done
+  done
+  kill -TERM "$echo_pid"
 fi
 stamp done
