@@ -151,15 +151,18 @@ normd::v1::ServerInfo MakeServerInfo(const ServerConfig& config, const Backend& 
 // still mapped and unmapped each time. Free memory beyond --max-queue-bytes (at least 32 MiB, at most
 // 1 GiB) is handed back: without that bound a burst (a 4x overload, a VM stall in the soak) left the
 // process at its high-water mark for good (RELIABILITY.md).
-void KeepLargeBuffersInTheAllocator(int64_t max_queue_bytes) {
+//
+// Each arena keeps that much, and memory freed in the middle of an arena (not at its top) stays
+// resident too, so the arena count (--malloc-arenas) multiplies what a burst leaves behind: gRPC's many
+// threads would otherwise each get an arena (glibc allows 8 per core), but each arena is a lock that
+// every large allocation takes, so too few cost throughput on many cores (server_config.cc).
+void KeepLargeBuffersInTheAllocator(int64_t max_queue_bytes, int arenas) {
 #ifdef __GLIBC__
   const int64_t keep = std::clamp<int64_t>(max_queue_bytes, int64_t{32} << 20, int64_t{1} << 30);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, static_cast<int>(keep));
   mallopt(M_TOP_PAD, static_cast<int>(std::min<int64_t>(keep / 2, int64_t{64} << 20)));
-  // Each arena keeps its own free memory up to that bound; gRPC's many threads would otherwise each
-  // get an arena (glibc allows 8 per core), multiplying what is kept.
-  mallopt(M_ARENA_MAX, 4);
+  mallopt(M_ARENA_MAX, arenas);
 #endif
 }
 
@@ -170,7 +173,7 @@ int RunServer(int argc, char** argv) {
     Log(LogLevel::kError, "normd: ", config.status().message());
     return 2;
   }
-  KeepLargeBuffersInTheAllocator(config->max_queue_bytes);
+  KeepLargeBuffersInTheAllocator(config->max_queue_bytes, config->malloc_arenas);
   TurnOffMutexDeadlockDetection();
   SetLogLevel(config->log_level);
   // Before anything else starts: a TLS misconfiguration must stop normd, never fall back to plaintext.

@@ -36,6 +36,7 @@ struct ServerConfig {
   BatchLimits batch;
   int64_t max_queue_bytes = 0;
   int max_concurrent_streams = 0;  // per HTTP/2 connection
+  int malloc_arenas = 0;           // glibc's M_ARENA_MAX, resolved: > 0
   int64_t max_weight_bytes = 0;
   int stream_max_inflight = 0;
   absl::Duration drain_timeout;
