@@ -1,11 +1,12 @@
 """What soak.py and overload.py share: starting normd on a free loopback port, reading its resident
-memory, and stopping it with a drain."""
+memory and its allocator's figures, and stopping it with a drain."""
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 
 def start_normd(build, out, extra_flags, who):
@@ -33,6 +34,25 @@ def stop_normd(normd):
     except subprocess.TimeoutExpired:
         normd.kill()
         return False
+
+
+def metrics_address(out):
+    """HOST:PORT of the metrics endpoint of the normd started by start_normd (from its log), or None."""
+    m = re.search(r"metrics on (\S+)", open(os.path.join(out, "normd.log")).read())
+    return m.group(1) if m else None
+
+
+def heap_in_use_bytes(address):
+    """normd_allocator_bytes{state="in_use"} from normd's /metrics: the heap's live bytes (resident
+    memory also counts what the allocator keeps after it was freed), or -1 when unavailable."""
+    if address is None:
+        return -1
+    try:
+        text = urllib.request.urlopen(f"http://{address}/metrics", timeout=5).read().decode()
+    except OSError:
+        return -1
+    m = re.search(r'^normd_allocator_bytes\{state="in_use"\} (\S+)', text, re.M)
+    return float(m.group(1)) if m else -1
 
 
 def rss_bytes(pid):

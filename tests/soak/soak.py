@@ -4,7 +4,9 @@
 Starts normd (CPU backend unless --backend), measures its capacity for each of three shapes with a
 closed-loop normbench run, then offers Poisson arrivals at 70% of capacity split over the three shapes,
 one normbench per shape running side by side, for --periods periods of --period seconds each. After
-every period it reads normd's resident memory from /proc. Checks, as issue 7 words them:
+every period it reads normd's resident memory from /proc, and the heap's live bytes from /metrics (which
+tell a leak from memory the allocator keeps after a burst; reported, not judged). Checks, as issue 7
+words them:
   - zero errors;
   - resident memory growth under 5% from the end of the first period (warm-up) to the end;
   - p99 latency stable: the last period's p99 within --p99-tolerance of the first's, per shape.
@@ -20,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from normd_run import rss_bytes, start_normd, stop_normd
+from normd_run import heap_in_use_bytes, metrics_address, rss_bytes, start_normd, stop_normd
 
 SHAPES = [  # (rows, hidden, dtype, extra normbench flags)
     (1, 4096, "bf16", []),
@@ -62,6 +64,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     normd, target = start_normd(args.build, args.out, [f"--backend={args.backend}"], "soak")
+    metrics = metrics_address(args.out)
     failures = []
     report = []
     try:
@@ -95,9 +98,10 @@ def main():
                 else:
                     rows.append(read_row(path))
             rss = rss_bytes(normd.pid)
-            periods.append((rows, rss))
+            heap = heap_in_use_bytes(metrics)
+            periods.append((rows, rss, heap))
             errors = sum(int(r["errors"]) for r in rows if r)
-            line = f"period {k}: rss {rss / 2**20:.1f} MiB, errors {errors}, " + ", ".join(
+            line = f"period {k}: rss {rss / 2**20:.1f} MiB, heap in use {heap / 2**20:.1f} MiB, errors {errors}, " + ", ".join(
                 f"{SHAPES[i][0]}x{SHAPES[i][1]} {SHAPES[i][2]}: {float(r['throughput_rps']):.0f} req/s "
                 f"p50 {float(r['p50_us']):.0f} p99 {float(r['p99_us']):.0f} us" for i, r in enumerate(rows) if r)
             print(line, flush=True)
@@ -115,6 +119,10 @@ def main():
                           f"{rss_end / 2**20:.1f} MiB: growth {100 * growth:+.1f}% (bound {100 * args.rss_tolerance:.0f}%)")
             if growth > args.rss_tolerance and not args.errors_only:
                 failures.append(f"resident memory grew {100 * growth:.1f}%")
+            heap_warm, heap_end = periods[0][2], periods[-1][2]
+            if heap_warm > 0 and heap_end > 0:
+                report.append(f"heap in use after warm-up {heap_warm / 2**20:.1f} MiB, at the end {heap_end / 2**20:.1f} "
+                              f"MiB: {100 * (heap_end - heap_warm) / heap_warm:+.1f}% (reported, not judged)")
             w = max(1, min(args.p99_window, len(periods) // 2))
             for i, shape in enumerate(SHAPES):
                 firsts = [float(p[0][i]["p99_us"]) for p in periods[:w] if p[0][i]]
