@@ -240,7 +240,7 @@ int RunServer(int argc, char** argv) {
   const std::string host = config->listen.substr(0, config->listen.rfind(':'));
   const char* transport = config->tls_cert.empty() ? "plaintext" : config->tls_client_ca.empty() ? "tls" : "mtls";
   Log(LogLevel::kInfo, "normd ", kVersion, " listening on ", host, ":", port, " backend=", backend_name,
-      " workers=", worker_count, " transport=", transport);
+      " workers=", worker_count, " transport=", transport, " malloc_arenas=", config->malloc_arenas);
   if (absl::Status warm = WarmUpWorkers(scheduler.workers()); !warm.ok()) {
     Log(LogLevel::kError, "normd: ", warm.message());
     server->Shutdown();

@@ -1,15 +1,18 @@
 // normd's lifecycle and limits through the real binary: SIGTERM drains without losing an accepted
 // request; load past --max-queue-bytes is refused promptly with RESOURCE_EXHAUSTED while memory stays
-// bounded; expired deadlines are answered DEADLINE_EXCEEDED.
+// bounded; expired deadlines are answered DEADLINE_EXCEEDED; --malloc-arenas is checked and taken.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <regex>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "normd/v1/normd.grpc.pb.h"
@@ -156,6 +159,35 @@ TEST(LifecycleTest, ExpiredDeadlineIsDeadlineExceeded) {
   grpc::ClientContext context;
   NormalizeResponse response;
   EXPECT_TRUE(stub->Normalize(&context, request, &response).ok());
+}
+
+// --malloc-arenas: a negative count stops normd at start with a message naming the flag; by default it
+// is one arena per 4 cores (at least 1); an explicit count is taken as given, and normd serves with it.
+TEST(LifecycleTest, MallocArenasAreCheckedDefaultedPerCoresAndTaken) {
+  {
+    NormdProcess server;
+    EXPECT_FALSE(server.Start({"--backend=cpu", "--malloc-arenas=-1"}, absl::Seconds(20)).ok());
+    // The exit can be seen before the log's last line has been collected: wait for it briefly.
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    while (!absl::StrContains(server.log(), "--malloc_arenas = -1 must be >= 0") && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    EXPECT_TRUE(absl::StrContains(server.log(), "--malloc_arenas = -1 must be >= 0")) << server.log();
+  }
+  const int per_cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 4));
+  for (const auto& [args, expected] : {std::pair<std::vector<std::string>, int>{{"--backend=cpu"}, per_cores},
+                                       {{"--backend=cpu", "--malloc-arenas=3"}, 3}}) {
+    NormdProcess server;
+    ASSERT_TRUE(server.Start(args).ok()) << server.log();
+    EXPECT_TRUE(absl::StrContains(server.log(), absl::StrCat("malloc_arenas=", expected))) << server.log();
+    auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+    std::mt19937 rng(3);
+    const NormalizeRequest request = MakeRequest(DType::kBFloat16, 64, 4096, true, rng);
+    grpc::ClientContext context;
+    NormalizeResponse response;
+    ASSERT_TRUE(stub->Normalize(&context, request, &response).ok());
+    EXPECT_EQ(CompareWithReference(request, response), "");
+  }
 }
 
 }  // namespace
