@@ -154,19 +154,6 @@ CaseResult RunCase(const std::string& name, const Buffers& b, int64_t rows, int6
   return r;
 }
 
-std::vector<double> ParseList(const std::string& s) {
-  std::vector<double> v;
-  size_t at = 0;
-  while (at <= s.size()) {
-    const size_t comma = s.find(',', at);
-    const std::string item = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    if (!item.empty()) v.push_back(std::atof(item.c_str()));
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
-  return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,7 +163,7 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     const char* value = i + 1 < argc ? argv[i + 1] : "";
     if (arg == "--gaps-us") {
-      gaps = ParseList(value);
+      gaps = normd::bench::ParseNumberList(value);
       ++i;
     } else if (arg == "--hidden") {
       hidden = std::atoll(value);

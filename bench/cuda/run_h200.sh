@@ -4,6 +4,7 @@
 #   sweep      normd_kernel_bench --sweep on a few shapes (shape tuning) -> sweep.log
 #   bench      normd_kernel_bench over issue 3's grid, CSV            -> bench.csv
 #   compare    compare_kernels.py (PyTorch, torch.compile, Triton)    -> compare.log, compare.csv
+#   staging    normd_staging_bench: packing pinned staging three ways, then upload or zero copy -> staging.log
 #   sanitizer  compute-sanitizer memcheck + racecheck on a reduced test filter -> sanitizer.log
 # Usage (from the repository root, after bundling into .gpu/ as docs/KERNELS.md, "Build and run", says):
 #   STEPS="tests bench compare" bench/cuda/run_h200.sh
@@ -43,6 +44,10 @@ if has compare; then
     timeout 200 python3 "$bench_dir/compare_kernels.py" --lib "$root/.gpu/lib/libnormd_cuda_kernels.so" \
       --csv "$OUT/compare2.csv" $COMPARE_ARGS2 2>&1 | tee "$OUT/compare2.log" | tail -40
   fi
+fi
+if has staging; then
+  stamp staging
+  timeout 120 normd_staging_bench ${STAGING_ARGS:-} 2>&1 | tee "$OUT/staging.log" | tail -8
 fi
 if has sanitizer; then
   stamp sanitizer

@@ -113,18 +113,6 @@ Result RunCase(const std::string& mode, const std::string& path, const Pinned& c
   return {Median(pack), Median(device), Median(wall)};
 }
 
-std::vector<int64_t> ParseList(const std::string& s) {
-  std::vector<int64_t> v;
-  size_t at = 0;
-  while (at < s.size()) {
-    size_t comma = s.find(',', at);
-    if (comma == std::string::npos) comma = s.size();
-    if (comma > at) v.push_back(std::atoll(s.substr(at, comma - at).c_str()));
-    at = comma + 1;
-  }
-  return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,7 +121,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string arg = argv[i];
     if (arg == "--sizes-kib") {
-      sizes_kib = ParseList(argv[i + 1]);
+      sizes_kib.clear();
+      for (const double kib : normd::bench::ParseNumberList(argv[i + 1])) {
+        sizes_kib.push_back(static_cast<int64_t>(kib));
+      }
     } else if (arg == "--hidden") {
       hidden = std::atoll(argv[i + 1]);
     } else {

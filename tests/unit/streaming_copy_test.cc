@@ -1,6 +1,7 @@
-// StreamingCopy and CopyBypassingCaches (base/streaming_copy.h) must be memcpy in every case they handle: sizes below,
-// at and above the streaming threshold, with tails that are not whole lines, destinations that are not
-// 16-byte aligned (its head) and unaligned sources; and it must not write a byte outside its range.
+// StreamingCopy and CopyBypassingCaches (base/streaming_copy.h) must be memcpy in every case they
+// handle: sizes below, at and above the streaming threshold, tails that are not whole lines,
+// destinations that are not 16-byte aligned (the head) and unaligned sources; and neither may write a
+// byte outside its range.
 #include "base/streaming_copy.h"
 
 #include <gtest/gtest.h>
