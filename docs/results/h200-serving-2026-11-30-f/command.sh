@@ -11,3 +11,8 @@ OUT=$R STEPS="serve c1" DURATION=3s SERVE_FLAGS="--malloc-arenas=4 --max-queue-b
   timeout 560 tests/gpu/run_server_h200.sh > "$R/run.log" 2>&1
 tar czf "$OUT/rf.tgz" -C /tmp rf
 grep -E "^== |throughput target|per launch|server time" "$R/run.log"
+
+# Last call, 04:17 UTC, with the session's final normd (per-core arena default, malloc_arenas in the
+# start-up line) and integration test binary (97 tests, including LifecycleTest.MallocArenas...):
+#   source .gpu/env.sh; NORMD_BINARY=$(command -v normd) NORMD_TEST_BACKEND=cuda \
+#     normd_integration_test --gtest_brief=1     -> integration_cuda_final.log (tail)
