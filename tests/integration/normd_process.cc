@@ -61,6 +61,15 @@ std::string NormdProcess::log() const {
   return log_;
 }
 
+bool NormdProcess::WaitForLog(const std::string& part, absl::Duration timeout) const {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (log().find(part) == std::string::npos) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
+
 absl::Status NormdProcess::Start(const std::vector<std::string>& args, absl::Duration timeout) {
   std::vector<std::string> argv_storage = {binary_};
   bool has_listen = false, has_metrics_listen = false;

@@ -50,6 +50,9 @@ class NormdProcess {
   // A channel with other credentials than the process's (a plaintext client of a TLS server, say).
   std::shared_ptr<grpc::Channel> NewChannel(const std::shared_ptr<grpc::ChannelCredentials>& credentials) const;
   std::string log() const;
+  // Waits up to `timeout` for `part` to appear in the log; true once it has. A process that exits at
+  // start can be seen gone before its last line has been collected.
+  bool WaitForLog(const std::string& part, absl::Duration timeout = absl::Seconds(5)) const;
   // Resident set size in bytes from /proc, or -1.
   int64_t ResidentBytes() const;
 
