@@ -65,6 +65,14 @@ Pinned AllocPinned(size_t bytes, unsigned flags) {
   return p;
 }
 
+// What iteration `i` packs: the parse that precedes a pack leaves the request's bytes freshly written,
+// in the caches. bf16 values of about 1 (0x3F3F), one low byte changed per iteration so that every
+// iteration's bytes differ.
+void WriteSource(std::vector<unsigned char>& source, int i) {
+  std::memset(source.data(), 0x3F, source.size());
+  source[static_cast<size_t>(i) % source.size() & ~size_t{1}] = static_cast<unsigned char>(i);
+}
+
 struct Result {
   double pack = 0, device = 0, wall = 0;
 };
@@ -85,10 +93,7 @@ Result RunCase(const std::string& mode, const std::string& path, const Pinned& c
   seg.eps = 1e-6f;
   std::vector<double> pack, device, wall;
   for (int i = 0; i < kWarmup + kIterations; ++i) {
-    // The parse that precedes a pack: the request's bytes freshly written, in the caches. bf16 values
-    // of about 1 whatever the byte (0x3F__ / 0x3F__).
-    std::memset(source.data(), 0x3F, bytes);
-    source[static_cast<size_t>(i) % bytes & ~size_t{1}] = static_cast<unsigned char>(i);
+    WriteSource(source, i);
     const auto t0 = Clock::now();
     if (mode == "streaming") {
       normd::StreamingCopy(staging.host, source.data(), bytes);
@@ -180,24 +185,17 @@ int main(int argc, char** argv) {
   std::vector<uint16_t> out(static_cast<size_t>(hidden));
   CHECK_CUDA(cudaMemcpy(out.data(), dev_out, out.size() * 2, cudaMemcpyDeviceToHost));
   std::vector<unsigned char> last(static_cast<size_t>(sizes_kib.back() << 10));
-  std::memset(last.data(), 0x3F, last.size());
-  const int final_iteration = kWarmup + kIterations - 1;
-  last[static_cast<size_t>(final_iteration) % last.size() & ~size_t{1}] = static_cast<unsigned char>(final_iteration);
+  WriteSource(last, kWarmup + kIterations - 1);
   auto bf16 = [&](int64_t j) {
-    const uint32_t bits = static_cast<uint32_t>(last[2 * j] | (last[2 * j + 1] << 8)) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return static_cast<double>(f);
+    return static_cast<double>(normd::BFloat16ToFloat(static_cast<uint16_t>(last[2 * j] | (last[2 * j + 1] << 8))));
   };
   double sum_sq = 0;
   for (int64_t j = 0; j < hidden; ++j) sum_sq += bf16(j) * bf16(j);
   const double inv_rms = 1.0 / std::sqrt(sum_sq / static_cast<double>(hidden) + 1e-6);
   int bad = 0;
   for (int64_t j = 0; j < hidden; ++j) {
-    const uint32_t bits = static_cast<uint32_t>(out[static_cast<size_t>(j)]) << 16;
-    float got;
-    std::memcpy(&got, &bits, 4);
-    bad += std::abs(static_cast<double>(got) - bf16(j) * inv_rms) > 0.01 ? 1 : 0;
+    const double got = normd::BFloat16ToFloat(out[static_cast<size_t>(j)]);
+    bad += std::abs(got - bf16(j) * inv_rms) > 0.01 ? 1 : 0;
   }
   std::printf("# last case's first row against a host reference: %s\n", bad == 0 ? "ok" : "WRONG");
   return bad == 0 ? 0 : 1;
