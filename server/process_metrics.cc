@@ -75,7 +75,8 @@ std::vector<prometheus::MetricFamily> ProcessMetrics::Collect() const {
     families.push_back(std::move(family));
   }
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-  // mallinfo2 walks every arena under its lock: cheap at normd's 4 arenas, and only per scrape.
+  // mallinfo2 walks every arena under its lock: cheap at normd's few (--malloc-arenas), and only per
+  // scrape.
   const struct mallinfo2 heap = mallinfo2();
   prometheus::MetricFamily family = Family(
       "normd_allocator_bytes",
