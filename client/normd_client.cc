@@ -63,11 +63,13 @@ class Client::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     context_->set_deadline(absl::ToChronoTime(deadline_));
     context_->set_wait_for_ready(client_->options_.wait_for_ready);
     response_.Clear();
+    HandingToLibrary(this);  // gRPC's hand-off to OnDone, stated for TSan (base/mutex.h)
     client_->stub_->async()->Normalize(context_.get(), request, &response_,
                                        [self = shared_from_this()](grpc::Status s) { self->OnDone(s); });
   }
 
   void OnDone(const grpc::Status& status) {
+    TakenBackFromLibrary(this);
     if (status.error_code() == grpc::StatusCode::NOT_FOUND && prepared_->weight_ && attempt_ < kLastAttempt) {
       ++attempt_;
       if (attempt_ == 1) {
@@ -86,11 +88,13 @@ class Client::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     context_->set_deadline(absl::ToChronoTime(deadline_));
     context_->set_wait_for_ready(client_->options_.wait_for_ready);
     *register_request_.mutable_weight() = prepared_->weight_->state_->tensor;
+    HandingToLibrary(this);
     client_->stub_->async()->RegisterWeight(context_.get(), &register_request_, &register_response_,
                                             [self = shared_from_this()](grpc::Status s) { self->OnRegistered(s); });
   }
 
   void OnRegistered(const grpc::Status& status) {
+    TakenBackFromLibrary(this);
     if (!status.ok()) {
       Finish(FromGrpcCall(status, *context_));
       return;

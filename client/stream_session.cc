@@ -25,6 +25,7 @@ class StreamSession::Reactor final
     client_->stub_->async()->NormalizeStream(&context_, this);
     // The hold keeps the stream open between writes, until Close() or a failure releases it.
     AddHold();
+    HandingToLibrary(this);  // gRPC's hand-offs to the callbacks, stated for TSan (base/mutex.h)
     StartRead(&response_);
     StartCall();
   }
@@ -38,7 +39,10 @@ class StreamSession::Reactor final
       unwritten_.push_back(std::move(entry));
       to_write = NextWriteLocked();
     }
-    if (to_write != nullptr) StartWrite(to_write);
+    if (to_write != nullptr) {
+      HandingToLibrary(this);
+      StartWrite(to_write);
+    }
     return true;
   }
 
@@ -53,6 +57,7 @@ class StreamSession::Reactor final
   }
 
   void OnWriteDone(bool ok) override {
+    TakenBackFromLibrary(this);
     const normd::v1::NormalizeRequest* to_write = nullptr;
     bool release = false;
     {
@@ -62,11 +67,13 @@ class StreamSession::Reactor final
       to_write = NextWriteLocked();
       if (to_write == nullptr) release = ReleaseHoldLocked();
     }
+    HandingToLibrary(this);
     if (to_write != nullptr) StartWrite(to_write);
     if (release) Release();
   }
 
   void OnReadDone(bool ok) override {
+    TakenBackFromLibrary(this);
     if (!ok) {
       bool release = false;
       {
@@ -85,10 +92,12 @@ class StreamSession::Reactor final
     }
     entry.done(ToNormalizeResult(std::move(response_)));
     session_->OnAnswered();
+    HandingToLibrary(this);
     StartRead(&response_);
   }
 
   void OnDone(const grpc::Status& grpc_status) override {
+    TakenBackFromLibrary(this);
     std::deque<Entry> left;
     {
       normd::MutexLock lock(&mu_);
@@ -147,6 +156,7 @@ class StreamSession::Reactor final
       normd::MutexLock lock(&mu_);
       half_close = half_close_;
     }
+    HandingToLibrary(this);
     if (half_close) StartWritesDone();
     RemoveHold();
   }

@@ -29,6 +29,7 @@ absl::Status NormalizeStreamReactor::StreamError(const Slot& slot, const absl::S
 }
 
 void NormalizeStreamReactor::OnReadDone(bool ok) {
+  TakenBackFromLibrary(this);
   Slot* admitted = nullptr;
   {
     normd::MutexLock lock(&mu_);
@@ -58,6 +59,7 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
     Admit(admitted);
   }
   Pump();
+  HandingToLibrary(this);  // gRPC calls OnDone only after this callback returns
 }
 
 void NormalizeStreamReactor::Admit(Slot* raw) {
@@ -104,6 +106,7 @@ void NormalizeStreamReactor::CompleteSlot(Slot* slot, const absl::Status& status
 }
 
 void NormalizeStreamReactor::OnWriteDone(bool ok) {
+  TakenBackFromLibrary(this);
   {
     normd::MutexLock lock(&mu_);
     write_outstanding_ = false;
@@ -114,6 +117,7 @@ void NormalizeStreamReactor::OnWriteDone(bool ok) {
     }
   }
   Pump();
+  HandingToLibrary(this);  // gRPC calls OnDone only after this callback returns
 }
 
 void NormalizeStreamReactor::Pump() {
@@ -159,6 +163,7 @@ NormalizeStreamReactor::Next NormalizeStreamReactor::DecideLocked() {
 }
 
 void NormalizeStreamReactor::Act(const Next& next) {
+  if (next.write != nullptr || next.read != nullptr || next.finish) HandingToLibrary(this);
   if (next.write != nullptr) StartWrite(next.write);
   if (next.read != nullptr) StartRead(next.read);
   if (next.finish) Finish(next.finish_status);

@@ -40,7 +40,10 @@ class NormalizeStreamReactor final
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    TakenBackFromLibrary(this);  // gRPC's last callback: what every thread did before Finish is visible
+    delete this;
+  }
 
  private:
   // One request of the stream and, once computed, its response.

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "server/call_state.h"
 #include "server/normalize_stream_reactor.h"
 #include "server/status_util.h"
@@ -17,21 +18,24 @@ namespace {
 void FinishUnary(grpc::ServerUnaryReactor* reactor, ServerMetrics* metrics, const char* method, absl::Time start,
                  const absl::Status& status) {
   if (metrics != nullptr) metrics->RequestDone(method, status, absl::Now() - start);
+  HandingToLibrary(reactor);  // the response, written on this thread, is destroyed after OnDone
   reactor->Finish(ToGrpcStatus(status));
 }
 
-// A Normalize call's reactor: once gRPC is done with the call (the response sent, or the call
-// cancelled), it uncharges the request's bytes from the scheduler's budget. Until then the response
-// sits in normd's memory, so it counts as queued: a client that sends fast and reads slowly is refused
-// with RESOURCE_EXHAUSTED instead of growing normd's memory.
-class NormalizeCallReactor : public grpc::ServerUnaryReactor {
+// A unary call's reactor. For Normalize, once gRPC is done with the call (the response sent, or the
+// call cancelled), it uncharges the request's bytes from the scheduler's budget. Until then the
+// response sits in normd's memory, so it counts as queued: a client that sends fast and reads slowly
+// is refused with RESOURCE_EXHAUSTED instead of growing normd's memory. Every unary method uses it
+// (rather than gRPC's default reactor) so that OnDone can state gRPC's hand-off for ThreadSanitizer.
+class UnaryCallReactor : public grpc::ServerUnaryReactor {
  public:
-  explicit NormalizeCallReactor(Scheduler& scheduler) : scheduler_(scheduler) {}
+  explicit UnaryCallReactor(Scheduler& scheduler) : scheduler_(scheduler) {}
   // Set before submitting (the answer may come before Submit returns); zero if it was refused.
   void set_held_bytes(int64_t bytes) { held_bytes_.store(bytes, std::memory_order_relaxed); }
   void OnDone() override {
     // OnDone may run on another gRPC thread than the handler; gRPC orders the two, but out of sight of
-    // ThreadSanitizer (an uninstrumented library), hence the atomic.
+    // ThreadSanitizer (an uninstrumented library), hence the atomic and the annotation.
+    TakenBackFromLibrary(this);
     if (const int64_t bytes = held_bytes_.load(std::memory_order_relaxed); bytes > 0) {
       scheduler_.ReleaseHeldBytes(bytes);
     }
@@ -53,7 +57,7 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
                                                        const normd::v1::NormalizeRequest* request,
                                                        normd::v1::NormalizeResponse* response) {
   const absl::Time start = absl::Now();
-  auto* reactor = new NormalizeCallReactor(scheduler_);  // deletes itself in OnDone
+  auto* reactor = new UnaryCallReactor(scheduler_);  // deletes itself in OnDone
   absl::StatusOr<ValidatedRequest> validated = ValidateNormalizeRequest(*request, options_.limits, weights_);
   if (!validated.ok()) {
     FinishUnary(reactor, metrics_, "Normalize", start, validated.status());
@@ -81,11 +85,11 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NormalizerService::
                                     options_.stream_max_inflight, metrics_);
 }
 
-grpc::ServerUnaryReactor* NormalizerService::RegisterWeight(grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* NormalizerService::RegisterWeight(grpc::CallbackServerContext* /*context*/,
                                                             const normd::v1::RegisterWeightRequest* request,
                                                             normd::v1::RegisterWeightResponse* response) {
   const absl::Time start = absl::Now();
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = new UnaryCallReactor(scheduler_);  // deletes itself in OnDone
   const absl::Status status = [&]() -> absl::Status {
     if (!request->has_weight()) return absl::InvalidArgumentError("weight: missing; send a [hidden] tensor");
     DType dtype;
@@ -108,12 +112,12 @@ grpc::ServerUnaryReactor* NormalizerService::RegisterWeight(grpc::CallbackServer
   return reactor;
 }
 
-grpc::ServerUnaryReactor* NormalizerService::GetServerInfo(grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* NormalizerService::GetServerInfo(grpc::CallbackServerContext* /*context*/,
                                                            const normd::v1::GetServerInfoRequest* /*request*/,
                                                            normd::v1::ServerInfo* response) {
   const absl::Time start = absl::Now();
   *response = options_.info;
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = new UnaryCallReactor(scheduler_);  // deletes itself in OnDone
   FinishUnary(reactor, metrics_, "GetServerInfo", start, absl::OkStatus());
   return reactor;
 }

@@ -141,6 +141,7 @@ class BadStreamMessage final : public grpc::ClientBidiReactor<grpc::ByteBuffer, 
       : stub_(channel), good_(ToByteBuffer(good)), bad_(ToByteBuffer(bad)) {
     context_.set_deadline(In(absl::Seconds(10)));
     stub_.PrepareBidiStreamingCall(&context_, "/normd.v1.Normalizer/NormalizeStream", grpc::StubOptions(), this);
+    normd::HandingToLibrary(this);  // see base/mutex.h: gRPC's hand-offs, stated for TSan
     StartWrite(&good_);
     StartRead(&response_);
     StartCall();
@@ -150,18 +151,23 @@ class BadStreamMessage final : public grpc::ClientBidiReactor<grpc::ByteBuffer, 
   const grpc::Status& status() const { return status_; }
 
   void OnWriteDone(bool ok) override {
-    if (ok && writes_++ == 0) {
+    normd::TakenBackFromLibrary(this);
+    const bool second = ok && writes_++ == 0;
+    normd::HandingToLibrary(this);
+    if (second) {
       StartWrite(&bad_);
     } else {
       StartWritesDone();
     }
   }
   void OnReadDone(bool ok) override {
-    if (!ok) return;
-    ++responses_;
-    StartRead(&response_);
+    normd::TakenBackFromLibrary(this);
+    if (ok) ++responses_;
+    normd::HandingToLibrary(this);
+    if (ok) StartRead(&response_);
   }
   void OnDone(const grpc::Status& status) override {
+    normd::TakenBackFromLibrary(this);
     status_ = status;
     done_.Notify();
   }
@@ -299,24 +305,31 @@ class SmallStream final : public grpc::ClientBidiReactor<NormalizeRequest, Norma
         responses_(responses) {
     context_.set_deadline(In(absl::Seconds(60)));
     stub->async()->NormalizeStream(&context_, this);
+    normd::HandingToLibrary(this);  // see base/mutex.h: gRPC's hand-offs, stated for TSan
     StartWrite(request_);
     StartRead(&response_);
     StartCall();
   }
   void Close() { StartWritesDone(); }
   void OnWriteDone(bool ok) override {
-    if (ok && --left_to_write_ > 0) {
+    normd::TakenBackFromLibrary(this);
+    const bool write_more = ok && --left_to_write_ > 0;
+    normd::HandingToLibrary(this);
+    if (write_more) {
       StartWrite(request_);
     } else if (!half_close_when_told_ || !ok) {
       StartWritesDone();
     }
   }
   void OnReadDone(bool ok) override {
+    normd::TakenBackFromLibrary(this);
     if (!ok) return;
     responses_->fetch_add(1);
+    normd::HandingToLibrary(this);
     StartRead(&response_);
   }
   void OnDone(const grpc::Status& status) override {
+    normd::TakenBackFromLibrary(this);
     if (status.ok()) ok_->fetch_add(1);
     done_->DecrementCount();
   }
