@@ -143,7 +143,15 @@ TEST_F(ToolsTest, NormbenchStreamAndRateModes) {
   ASSERT_TRUE(std::getline(in, header) && std::getline(in, row));
   const std::vector<std::string> cells = absl::StrSplit(row, ',');
   ASSERT_EQ(cells.size(), 15u);
-  EXPECT_NEAR(std::stod(cells[7]), 200.0, 40.0) << row;
+  EXPECT_EQ(cells[6], "0") << row;  // no errors
+  if (kThreadSanitizer) {
+    // Under TSan one stream's writes (one at a time) fall below 200 a second: arrivals queue up in the
+    // warm-up and complete inside the window (333-375 a second measured, p90 0.35-0.48 s), so the
+    // rate says nothing there; the Release and ASan runs check it.
+    EXPECT_GT(std::stod(cells[7]), 0.0) << row;
+  } else {
+    EXPECT_NEAR(std::stod(cells[7]), 200.0, 40.0) << row;
+  }
 }
 
 }  // namespace
