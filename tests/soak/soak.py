@@ -86,8 +86,10 @@ def main():
             procs = []
             for i, shape in enumerate(SHAPES):
                 path = os.path.join(args.out, f"period{k}_shape{i}.csv")
+                # One window as long as the period: normbench summarizes its last three windows, so with
+                # 1-s windows a period's p99 was that of its last 3 s, not of the minute.
                 extra = [f"--request-rate={rates[i]:.1f}", "--arrivals=poisson", f"--duration={args.period}s",
-                         "--warmup=0s", "--window=1s", "--stability=0"]
+                         "--warmup=0s", f"--window={args.period}s", "--stability=0"]
                 procs.append((path, normbench(args, target, shape, extra, path)))
             rows = []
             for path, proc in procs:
