@@ -27,7 +27,9 @@ fuzz_seconds=${NORMD_FUZZ_SECONDS:-30}
 if [[ "$fuzz_seconds" != 0 ]]; then
   start=$SECONDS
   cmake --preset fuzz
-  cmake --build --preset fuzz -j "$jobs"
+  # The three targets run_fuzzers.sh runs (not normd, normctl or the seed-corpus generator).
+  cmake --build --preset fuzz -j "$jobs" --target fuzz_normalize_request fuzz_staging_packer \
+    fuzz_dtype_conversions
   echo "test.sh: fuzz build took $((SECONDS - start)) s"
   bash tests/fuzz/run_fuzzers.sh build/fuzz "$fuzz_seconds"
 fi
