@@ -152,9 +152,9 @@ class BadStreamMessage final : public grpc::ClientBidiReactor<grpc::ByteBuffer, 
 
   void OnWriteDone(bool ok) override {
     normd::TakenBackFromLibrary(this);
-    const bool second = ok && writes_++ == 0;
+    const bool write_bad_next = ok && writes_++ == 0;
     normd::HandingToLibrary(this);
-    if (second) {
+    if (write_bad_next) {
       StartWrite(&bad_);
     } else {
       StartWritesDone();
@@ -162,9 +162,10 @@ class BadStreamMessage final : public grpc::ClientBidiReactor<grpc::ByteBuffer, 
   }
   void OnReadDone(bool ok) override {
     normd::TakenBackFromLibrary(this);
-    if (ok) ++responses_;
+    if (!ok) return;
+    ++responses_;
     normd::HandingToLibrary(this);
-    if (ok) StartRead(&response_);
+    StartRead(&response_);
   }
   void OnDone(const grpc::Status& status) override {
     normd::TakenBackFromLibrary(this);
