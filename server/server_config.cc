@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "server/usable_cpus.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC address to serve on. Loopback by default: expose it on purpose (e.g. 0.0.0.0:50051)");
@@ -28,7 +29,7 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA bundle: require every client to present a certificate it signed (mTLS; needs --tls-cert)");
 ABSL_FLAG(std::string, backend, "auto", "auto (cuda when a GPU is visible, else cpu), cuda or cpu");
-ABSL_FLAG(int, cpu_threads, 0, "CPU backend: cores one launch may use (0 = every core)");
+ABSL_FLAG(int, cpu_threads, 0, "CPU backend: cores one launch may use (0 = every core this process may run on)");
 ABSL_FLAG(std::string, gpus, "", "CUDA backend: GPU indices to use, e.g. 0,1 (empty = every visible GPU)");
 ABSL_FLAG(int, workers_per_gpu, 2, "CUDA backend: workers (stream + pinned buffers) per GPU");
 ABSL_FLAG(int64_t, zero_copy_max_bytes, int64_t{1} << 20,
@@ -57,9 +58,9 @@ ABSL_FLAG(int, max_concurrent_streams, 256,
           "Calls (streams) one client connection may have open at once; more wait in the client until one "
           "ends (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)");
 ABSL_FLAG(int, malloc_arenas, 0,
-          "glibc malloc arenas shared by normd's threads (0 = one per 4 cores, at least 1). Each keeps up to "
-          "max(--max-queue-bytes, 32 MiB) of freed memory for the next requests, so fewer arenas bound memory "
-          "tighter; more spread allocations over more locks");
+          "glibc malloc arenas shared by normd's threads (0 = one per 4 cores it may run on, at least 1). Each "
+          "keeps up to max(--max-queue-bytes, 32 MiB) of freed memory for the next requests, so fewer arenas "
+          "bound memory tighter; more spread allocations over more locks");
 ABSL_FLAG(int64_t, max_weight_bytes, int64_t{1} << 30,
           "Bytes of registered weights kept; least recently used ones are evicted past it");
 ABSL_FLAG(int, stream_max_inflight, 64,
@@ -151,7 +152,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
     return absl::InvalidArgumentError(absl::StrCat("--backend = '", c.backend, "': expected auto, cpu or cuda"));
   }
   c.cpu_threads = absl::GetFlag(FLAGS_cpu_threads);
-  if (c.cpu_threads <= 0) c.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (c.cpu_threads <= 0) c.cpu_threads = UsableCpuCount();
   c.gpus = absl::GetFlag(FLAGS_gpus);
   c.workers_per_gpu = absl::GetFlag(FLAGS_workers_per_gpu);
   c.zero_copy_max_bytes = absl::GetFlag(FLAGS_zero_copy_max_bytes);
@@ -170,7 +171,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   // One arena per 4 cores: on the H200 machine's 16 cores, 4 arenas kept 1-row requests at c=256 at
   // 0.91-0.99 of the echo where 2 gave 0.84 and 1 gave 0.66-0.68; on 2 cores 1 arena cost nothing
   // measurable and left the least memory behind an overload (docs/RELIABILITY.md).
-  if (c.malloc_arenas == 0) c.malloc_arenas = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 4));
+  if (c.malloc_arenas == 0) c.malloc_arenas = std::max(1, UsableCpuCount() / 4);
   c.stream_max_inflight = absl::GetFlag(FLAGS_stream_max_inflight);
   c.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   for (const auto& [name, value] : {std::pair<absl::string_view, int64_t>{"workers_per_gpu", c.workers_per_gpu},

@@ -2,6 +2,7 @@
 // request; load past --max-queue-bytes is refused promptly with RESOURCE_EXHAUSTED while memory stays
 // bounded; expired deadlines are answered DEADLINE_EXCEEDED; --malloc-arenas is checked and taken.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -169,7 +170,11 @@ TEST(LifecycleTest, MallocArenasAreCheckedDefaultedPerCoresAndTaken) {
     EXPECT_FALSE(server.Start({"--backend=cpu", "--malloc-arenas=-1"}, absl::Seconds(20)).ok());
     EXPECT_TRUE(server.WaitForLog("--malloc_arenas = -1 must be >= 0")) << server.log();
   }
-  const int per_cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 4));
+  // Cores normd may run on: it inherits this process's affinity mask and counts that, not the machine.
+  cpu_set_t affinity;
+  CPU_ZERO(&affinity);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(affinity), &affinity), 0);
+  const int per_cores = std::max(1, CPU_COUNT(&affinity) / 4);
   for (const auto& [args, expected] : {std::pair<std::vector<std::string>, int>{{"--backend=cpu"}, per_cores},
                                        {{"--backend=cpu", "--malloc-arenas=3"}, 3}}) {
     NormdProcess server;
