@@ -9,13 +9,32 @@ import time
 import urllib.request
 
 
-def start_normd(build, out, extra_flags, who):
-    """Starts build/server/normd with `extra_flags`, logging to out/normd.log; returns (process, HOST:PORT)
-    once it logs "listening on", or exits the script with a message naming `who`."""
+def parse_cpu_list(text):
+    """"0-11,14" -> {0, ..., 11, 14} (taskset's list syntax); "" -> None (no pinning)."""
+    if not text:
+        return None
+    cpus = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def pinned_to(cpus):
+    """A Popen preexec_fn that confines the child to `cpus` (None: leaves it as inherited)."""
+    if cpus is None:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+def start_normd(build, out, extra_flags, who, cpus=None):
+    """Starts build/server/normd with `extra_flags` (on `cpus` only, when given), logging to
+    out/normd.log; returns (process, HOST:PORT) once it logs "listening on", or exits the script with a
+    message naming `who`."""
     log_path = os.path.join(out, "normd.log")
     normd = subprocess.Popen([os.path.join(build, "server/normd"), "--listen=127.0.0.1:0",
                               "--metrics-listen=127.0.0.1:0"] + extra_flags,
-                             stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+                             stdout=open(log_path, "w"), stderr=subprocess.STDOUT, preexec_fn=pinned_to(cpus))
     for _ in range(300):
         time.sleep(0.1)
         m = re.search(r"listening on (\S+)", open(log_path).read())

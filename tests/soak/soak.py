@@ -13,6 +13,7 @@ words them:
 The full run is 10 periods of 60 s (outside CI, results in docs/RELIABILITY.md); CI runs 6 of 10 s.
 
     python3 tests/soak/soak.py --build=build/cpu --periods=10 --period=60 --out=/tmp/soak
+    python3 tests/soak/soak.py --build=B --server-cpus=0-9 --client-cpus=10-15   # client apart from server
 """
 import argparse
 import csv
@@ -22,7 +23,8 @@ import subprocess
 import sys
 import time
 
-from normd_run import heap_in_use_bytes, metrics_address, rss_bytes, start_normd, stop_normd
+from normd_run import (heap_in_use_bytes, metrics_address, parse_cpu_list, pinned_to, rss_bytes, start_normd,
+                       stop_normd)
 
 SHAPES = [  # (rows, hidden, dtype, extra normbench flags)
     (1, 4096, "bf16", []),
@@ -37,7 +39,8 @@ def normbench(args, target, shape, extra, csv_path):
     rows, hidden, dtype, flags = shape
     cmd = [os.path.join(args.build, "bench/load/normbench"), f"--target={target}", f"--rows={rows}",
            f"--hidden={hidden}", f"--dtype={dtype}", f"--csv={csv_path}"] + flags + extra
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=pinned_to(args.client_cpus))
 
 
 def read_row(path):
@@ -60,13 +63,21 @@ def main():
     p.add_argument("--out", default="/tmp/normd-soak")
     p.add_argument("--errors-only", action="store_true",
                    help="fail on errors (and normd dying) only; report memory and p99 drift without judging them")
+    p.add_argument("--server-cpus", type=parse_cpu_list, default=None,
+                   help="CPUs normd runs on, taskset syntax (e.g. 0-11); default: wherever the OS puts it")
+    p.add_argument("--client-cpus", type=parse_cpu_list, default=None,
+                   help="CPUs the normbench processes run on (e.g. 12-15), apart from normd's so that the "
+                        "load generator's bursts do not take normd's cores; default: not pinned")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
-    normd, target = start_normd(args.build, args.out, [f"--backend={args.backend}"], "soak")
+    normd, target = start_normd(args.build, args.out, [f"--backend={args.backend}"], "soak", args.server_cpus)
     metrics = metrics_address(args.out)
     failures = []
     report = []
+    if args.server_cpus is not None or args.client_cpus is not None:
+        report.append(f"placement: normd on CPUs {sorted(args.server_cpus or [])}, normbench on "
+                      f"{sorted(args.client_cpus or [])} (empty: not pinned)")
     try:
         # Capacity of each shape alone, closed loop.
         rates = []
