@@ -10,7 +10,13 @@
 // run.
 //
 //   normd_kernel_bench [--dtypes bf16,fp16,fp32] [--rows 1,8,...] [--hidden 1024,...]
-//                      [--modes plain,fused] [--csv] [--sweep]
+//                      [--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on]
+//                      [--stages 0,2,4] [--two-pass]
+// --staging times each shape once per listed choice of RmsNormOptions::staging, side by side (an
+// A/B of the staged and the register kernels in one run); --stages likewise for the staged
+// kernel's stage count (0 = as many as fit); --two-pass adds a run of the two-pass kernel. The
+// kernel column says which kernel ran: GxN for the register kernel, "staged GxN Rr Ss" for the
+// staged one.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -241,6 +247,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> modes = {"plain", "fused"};
   bool csv = false;
   bool sweep = false;
+  std::vector<std::string> stagings = {"auto"};
+  std::vector<int64_t> stage_counts = {0};
+  bool two_pass = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -256,10 +265,17 @@ int main(int argc, char** argv) {
       csv = true;
     else if (arg == "--sweep")
       sweep = true;
+    else if (arg == "--staging")
+      stagings = ParseStrings(next());
+    else if (arg == "--stages")
+      stage_counts = ParseInts(next());
+    else if (arg == "--two-pass")
+      two_pass = true;
     else {
       std::fprintf(stderr,
                    "usage: %s [--dtypes bf16,fp16,fp32] [--rows ...] [--hidden ...] "
-                   "[--modes plain,fused] [--csv] [--sweep]\n",
+                   "[--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on] "
+                   "[--stages 0,2,...] [--two-pass]\n",
                    argv[0]);
       return 2;
     }
@@ -282,10 +298,10 @@ int main(int argc, char** argv) {
   if (csv)
     std::printf(
         "dtype,mode,rows,hidden,us,tbs,pct_copy,us_no_pdl,threads_per_row,vectors_per_thread,"
-        "sets\n");
+        "sets,kernel\n");
   else
-    std::printf("%-5s %-6s %6s %6s %10s %7s %7s %10s %9s\n", "dtype", "mode", "rows", "H", "us",
-                "TB/s", "%copy", "us_no_pdl", "G x N");
+    std::printf("%-5s %-6s %6s %6s %10s %7s %7s %10s %s\n", "dtype", "mode", "rows", "H", "us",
+                "TB/s", "%copy", "us_no_pdl", "kernel");
   for (const std::string& dname : dtypes) {
     const DType dtype = ParseDType(dname);
     for (const std::string& mode : modes) {
@@ -294,7 +310,22 @@ int main(int argc, char** argv) {
         for (const int64_t hidden : hidden_list) {
           if (static_cast<size_t>(rows * hidden) * normd::ItemSize(dtype) > kMaxTensorBytes)
             continue;
-          std::vector<normd::cuda::RmsNormOptions> variants(1);
+          std::vector<normd::cuda::RmsNormOptions> variants;
+          for (const std::string& staging : stagings) {
+            for (const int64_t stages : stage_counts) {
+              normd::cuda::RmsNormOptions o;
+              o.staging = staging == "on"    ? normd::cuda::RmsNormOptions::Staging::kOn
+                          : staging == "off" ? normd::cuda::RmsNormOptions::Staging::kOff
+                                             : normd::cuda::RmsNormOptions::Staging::kAuto;
+              o.staged_stages = static_cast<int>(stages);
+              variants.push_back(o);
+            }
+          }
+          if (two_pass) {
+            normd::cuda::RmsNormOptions o;
+            o.two_pass = true;
+            variants.push_back(o);
+          }
           if (sweep) {
             for (const int n : {1, 2, 4, 8}) {
               normd::cuda::RmsNormOptions o;
@@ -307,20 +338,34 @@ int main(int argc, char** argv) {
           for (const auto& o : variants) {
             const normd::cuda::KernelShape shape =
                 normd::cuda::ChooseKernelShape(dtype, hidden, rows, fused, o);
+            // The bench's buffers are 256-byte aligned, so a staged shape means the staged kernel.
+            const normd::cuda::StagedShape staged =
+                normd::cuda::ChooseStagedShape(dtype, hidden, rows, fused, o);
             const Result r = TimeShape(pool, dtype, rows, hidden, fused, o);
             if (!r.ok) continue;
             const double tbs = Bytes(dtype, rows, hidden, fused) / (r.us * 1e-6) / 1e12;
             const std::string tag = (sweep && o.vectors_per_thread != 0) ? "*" : "";
+            char kernel[64];
+            if (staged.rows_per_tile != 0) {
+              std::snprintf(kernel, sizeof kernel, "staged %dx%d R%d S%d", staged.threads_per_row,
+                            staged.vectors_per_thread, staged.rows_per_tile, staged.stages);
+            } else if (shape.two_pass) {
+              std::snprintf(kernel, sizeof kernel, "two-pass %d", shape.threads_per_row);
+            } else {
+              std::snprintf(kernel, sizeof kernel, "%dx%d%s", shape.threads_per_row,
+                            shape.vectors_per_thread, tag.c_str());
+            }
             if (csv) {
-              std::printf("%s,%s%s,%lld,%lld,%.3f,%.3f,%.1f,%.3f,%d,%d,%d\n", ShortName(dtype),
+              std::printf("%s,%s%s,%lld,%lld,%.3f,%.3f,%.1f,%.3f,%d,%d,%d,%s\n", ShortName(dtype),
                           mode.c_str(), tag.c_str(), static_cast<long long>(rows),
                           static_cast<long long>(hidden), r.us, tbs, 100.0 * tbs / copy_tbs,
-                          r.us_nopdl, shape.threads_per_row, shape.vectors_per_thread, r.sets);
+                          r.us_nopdl, shape.threads_per_row, shape.vectors_per_thread, r.sets,
+                          kernel);
             } else {
-              std::printf("%-5s %-6s %6lld %6lld %10.3f %7.3f %6.1f%% %10.3f %4dx%d%s\n",
+              std::printf("%-5s %-6s %6lld %6lld %10.3f %7.3f %6.1f%% %10.3f %s\n",
                           ShortName(dtype), mode.c_str(), static_cast<long long>(rows),
                           static_cast<long long>(hidden), r.us, tbs, 100.0 * tbs / copy_tbs,
-                          r.us_nopdl, shape.threads_per_row, shape.vectors_per_thread, tag.c_str());
+                          r.us_nopdl, kernel);
             }
             std::fflush(stdout);
           }

@@ -1,6 +1,6 @@
-// Host launchers of the RMSNorm kernels (rmsnorm_kernels.cuh): pick the kernel shape from the dtype
-// and hidden size, check what can be checked on the host, and launch with cudaLaunchKernelEx (so
-// that programmatic dependent launch is one attribute away).
+// Host launchers of the RMSNorm kernels (rmsnorm_kernels.cuh, rmsnorm_staged_kernel.cuh): pick the
+// kernel and its shape from the dtype, hidden size and rows, check what can be checked on the host,
+// and launch with cudaLaunchKernelEx (so that programmatic dependent launch is one attribute away).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
+#include "kernels/cuda/rmsnorm_staged_kernel.cuh"
 
 namespace normd::cuda {
 namespace {
@@ -29,6 +30,16 @@ constexpr int64_t kSpreadBelowThreads = 100000;
 constexpr int64_t kLatencyBoundBlocks = 256;
 // Blocks of row groups smaller than 128 threads hold several rows, up to this many threads.
 constexpr int kSmallGroupBlockThreads = 256;
+
+// Shared memory the staged kernel's stages may take per block (sm_90 allows 227 KB): enough for
+// several 32 KB tiles, so that each multiprocessor always has one or more on their way.
+constexpr int64_t kStagedSharedBudget = 192 << 10;
+// The automatic choice takes the staged kernel from these sizes on (see ChooseStagedShape).
+constexpr int64_t kStagedAutoMinHidden = 8192;  // exclusive
+constexpr int64_t kStagedAutoMinRows = 1024;
+// Bytes per tile the staged kernel aims at (R rows of one tensor): large copies, several per stage
+// budget.
+constexpr int64_t kStagedTileBytes = 32 << 10;
 
 bool ValidDType(DType d) {
   return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
@@ -120,6 +131,127 @@ cudaError_t LaunchTyped(const KernelParams& params, const KernelShape& shape, bo
   return cudaLaunchKernelEx(&config, kernel, params);
 }
 
+template <typename T, bool kResidual, internal::WeightKind kW>
+void (*StagedKernelFor(int vectors_per_thread))(KernelParams) {
+  switch (vectors_per_thread) {
+    case 1:
+      return internal::RmsNormStagedKernel<T, 1, kResidual, kW>;
+    case 2:
+      return internal::RmsNormStagedKernel<T, 2, kResidual, kW>;
+    case 4:
+      return internal::RmsNormStagedKernel<T, 4, kResidual, kW>;
+    case 8:
+      if constexpr (sizeof(T) == 4) return internal::RmsNormStagedKernel<T, 8, kResidual, kW>;
+      return nullptr;
+    default:
+      return nullptr;
+  }
+}
+
+template <typename T>
+void (*StagedKernelFor(const StagedShape& shape, bool residual,
+                       bool weights_like_input))(KernelParams) {
+  constexpr auto kLike = internal::WeightKind::kLikeInput;
+  const int n = shape.vectors_per_thread;
+  // fp32 weights under a 16-bit input: the variant that reads them (fp32 inputs have only those).
+  if constexpr (sizeof(T) == 2) {
+    constexpr auto kEither = internal::WeightKind::kEither;
+    if (!weights_like_input) {
+      return residual ? StagedKernelFor<T, true, kEither>(n)
+                      : StagedKernelFor<T, false, kEither>(n);
+    }
+  }
+  return residual ? StagedKernelFor<T, true, kLike>(n) : StagedKernelFor<T, false, kLike>(n);
+}
+
+// Persistent blocks: as many per multiprocessor as its shared memory and registers hold (the
+// occupancy calculator's answer), never more blocks than tiles.
+template <typename T>
+cudaError_t LaunchStagedTyped(KernelParams params, const StagedShape& shape, bool residual,
+                              bool pdl, cudaStream_t stream) {
+  const bool weights_like_input = sizeof(T) == 4 || params.single.weight_dtype != DType::kFloat32;
+  void (*kernel)(KernelParams) = StagedKernelFor<T>(shape, residual, weights_like_input);
+  if (kernel == nullptr) return cudaErrorInvalidValue;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(shape.shared_bytes));
+  int device = 0;
+  int multiprocessors = 0;
+  int per_multiprocessor = 0;
+  if (err == cudaSuccess) err = cudaGetDevice(&device);
+  if (err == cudaSuccess) {
+    err = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  }
+  if (err == cudaSuccess) {
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
+                                                        shape.threads_per_block,
+                                                        static_cast<size_t>(shape.shared_bytes));
+  }
+  if (err != cudaSuccess) return err;
+  if (per_multiprocessor < 1) return cudaErrorInvalidConfiguration;
+  params.threads_per_row = shape.threads_per_row;
+  params.rows_per_block = shape.rows_per_tile;
+  params.stages = shape.stages;
+  const int64_t tiles = CeilDiv(params.total_rows, shape.rows_per_tile);
+  const int64_t blocks = std::min<int64_t>(tiles, int64_t{multiprocessors} * per_multiprocessor);
+
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(static_cast<unsigned>(shape.threads_per_block));
+  config.dynamicSmemBytes = static_cast<size_t>(shape.shared_bytes);
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  if (pdl) {
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, kernel, params);
+}
+
+// Whether the current device has the copy engine's bulk copies (sm_90 or newer).
+bool DeviceHasBulkCopy() {
+  int device = 0;
+  int major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    return false;
+  }
+  return major >= 9;
+}
+
+bool PointerAligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// The staged kernel for this single segment, if it should and can run it.
+bool LaunchStagedIfChosen(DType dtype, const KernelParams& params, const RmsNormOptions& options,
+                          cudaStream_t stream, cudaError_t* result) {
+  if (options.staging == RmsNormOptions::Staging::kOff || params.total_rows == 0) return false;
+  const RmsNormSegment& seg = params.single;
+  const bool residual = seg.residual != nullptr;
+  const StagedShape shape =
+      ChooseStagedShape(dtype, params.hidden, params.total_rows, residual, options);
+  if (shape.rows_per_tile == 0) return false;
+  if (!PointerAligned16(seg.input) || !PointerAligned16(seg.output) ||
+      !PointerAligned16(seg.weight) ||
+      (residual && (!PointerAligned16(seg.residual) || !PointerAligned16(seg.residual_out)))) {
+    return false;
+  }
+  if (!DeviceHasBulkCopy()) return false;
+  const bool pdl = options.programmatic_dependent_launch;
+  switch (dtype) {
+    case DType::kFloat32:
+      *result = LaunchStagedTyped<float>(params, shape, residual, pdl, stream);
+      break;
+    case DType::kFloat16:
+      *result = LaunchStagedTyped<__half>(params, shape, residual, pdl, stream);
+      break;
+    case DType::kBFloat16:
+      *result = LaunchStagedTyped<__nv_bfloat16>(params, shape, residual, pdl, stream);
+      break;
+  }
+  return true;
+}
+
 // residual: whether any segment may carry a residual (always true for a device table).
 cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNormOptions& options,
                    cudaStream_t stream) {
@@ -147,7 +279,7 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
                               const RmsNormOptions& options) {
   KernelShape shape;
   if (!ValidDType(dtype) || hidden < 1 || hidden > kMaxHidden) return shape;
-  if (hidden > kRegisterMaxHidden) {
+  if (hidden > kRegisterMaxHidden || options.two_pass) {
     shape.two_pass = true;
     shape.threads_per_row = internal::kTwoPassThreads;
     shape.rows_per_block = 1;
@@ -221,6 +353,51 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
   return shape;
 }
 
+StagedShape ChooseStagedShape(DType dtype, int64_t hidden, int64_t rows, bool residual,
+                              const RmsNormOptions& options) {
+  StagedShape shape;
+  if (!ValidDType(dtype) || hidden < 1 || hidden > kRegisterMaxHidden) return shape;
+  if (options.staging == RmsNormOptions::Staging::kOff || options.two_pass) return shape;
+  if (options.staged_stages != 0 &&
+      (options.staged_stages < 2 || options.staged_stages > internal::kMaxStages)) {
+    return shape;
+  }
+  // Under kAuto, only where the A/B on the H200 measured the staged kernel faster at every row
+  // count from 1024 to 65536 (bench/cuda/results/h200_staged_ab.csv): rows past 8192 elements
+  // whose register kernel is short of registers, i.e. with a residual (16-bit x and r: 512-thread
+  // groups of ~98 registers, one per multiprocessor; +5-7%) or fp32 (8 vectors per thread; +11-20%
+  // plain). Elsewhere the register kernel was 2-15% faster: it keeps more rows in flight per
+  // multiprocessor than one staged block's lockstep tiles.
+  if (options.staging == RmsNormOptions::Staging::kAuto &&
+      !(hidden > kStagedAutoMinHidden && rows >= kStagedAutoMinRows &&
+        (residual || dtype == DType::kFloat32))) {
+    return shape;
+  }
+  const int64_t item = static_cast<int64_t>(ItemSize(dtype));
+  const int64_t row_bytes = hidden * item;
+  if (row_bytes % 16 != 0) return shape;
+  const int64_t vectors = row_bytes / 16;
+  // Up to 4 vectors per thread, as in the register kernel; fp32 rows past 8192 take 8 in 512.
+  const int64_t g =
+      std::min<int64_t>(GroupThreadsFor(CeilDiv(vectors, 4)), internal::kMaxBlockThreads);
+  const int64_t n = PowerOfTwoCeil(CeilDiv(vectors, g));
+  if (n > (dtype == DType::kFloat32 ? 8 : 4)) return shape;
+  // Rows per tile: as many groups as a block holds, fewer if that passes kStagedTileBytes.
+  int64_t r = std::max<int64_t>(1, internal::kMaxBlockThreads / g);
+  r = std::max<int64_t>(1, std::min(r, kStagedTileBytes / row_bytes));
+  const int64_t stage_bytes = r * row_bytes * (residual ? 2 : 1);
+  int64_t stages = std::min<int64_t>(internal::kMaxStages, kStagedSharedBudget / stage_bytes);
+  if (options.staged_stages != 0) stages = options.staged_stages;
+  if (stages < 2 || stages * stage_bytes > kStagedSharedBudget) return shape;
+  shape.threads_per_row = static_cast<int>(g);
+  shape.vectors_per_thread = static_cast<int>(n);
+  shape.rows_per_tile = static_cast<int>(r);
+  shape.stages = static_cast<int>(stages);
+  shape.threads_per_block = static_cast<int>(r * g);
+  shape.shared_bytes = stages * stage_bytes;
+  return shape;
+}
+
 cudaError_t RmsNormBatched(const RmsNormLaunch& launch, cudaStream_t stream) {
   return RmsNormBatched(launch, stream, RmsNormOptions{});
 }
@@ -265,6 +442,8 @@ cudaError_t RmsNorm(DType dtype, int64_t hidden, const RmsNormSegment& segment, 
   params.total_rows = segment.rows;
   params.weight_before_wait =
       options.programmatic_dependent_launch && options.weight_before_dependency_wait ? 1 : 0;
+  cudaError_t staged = cudaSuccess;
+  if (LaunchStagedIfChosen(dtype, params, options, stream, &staged)) return staged;
   return Launch(dtype, params, segment.residual != nullptr, options, stream);
 }
 

@@ -45,6 +45,17 @@ struct RmsNormOptions {
   // cudaErrorInvalidValue.
   int threads_per_row = 0;
   int vectors_per_thread = 0;
+  // Single-segment launches only: whether to stream the rows through shared memory with the copy
+  // engine (RmsNormStagedKernel, sm_90) instead of holding them in registers. kAuto decides by the
+  // shape; kOn still falls back to the register kernel where the staged one cannot run (older GPU,
+  // unaligned pointers, a stage larger than shared memory allows).
+  enum class Staging { kAuto, kOff, kOn };
+  Staging staging = Staging::kAuto;
+  // Tuning override for benchmarks: stages per block (2..8; 0 = as many as fit).
+  int staged_stages = 0;
+  // Tuning override for benchmarks: the two-pass kernel (the row read twice, the second time
+  // mostly from L2) even where the row would fit the register kernel.
+  bool two_pass = false;
 };
 
 // The kernel shape the launchers pick for a hidden size (exposed for benchmarks and notes).
@@ -59,6 +70,21 @@ struct KernelShape {
 // The shape for (dtype, hidden, rows in the launch, whether residuals may be present) with
 // `options`' overrides; threads_per_row == 0 if they are invalid.
 NORMD_CUDA_API KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows,
+                                             bool residual, const RmsNormOptions& options = {});
+
+// The staged kernel's shape for a single segment (`rows` 0: no decision by size): rows per tile and
+// stages; rows_per_tile == 0 where it cannot run (H over 16384, a row not a whole number of 16-byte
+// vectors, a stage over the shared-memory budget, options.staging == kOff) or, under kAuto, where
+// the register kernel is the faster one.
+struct StagedShape {
+  int threads_per_row = 0;
+  int vectors_per_thread = 0;
+  int rows_per_tile = 0;
+  int stages = 0;
+  int threads_per_block = 0;
+  int64_t shared_bytes = 0;  // dynamic shared memory per block
+};
+NORMD_CUDA_API StagedShape ChooseStagedShape(DType dtype, int64_t hidden, int64_t rows,
                                              bool residual, const RmsNormOptions& options = {});
 
 // One launch over every segment of `launch`. launch.segments points to a DEVICE-resident table of

@@ -43,6 +43,7 @@ struct KernelParams {
   int32_t threads_per_row;  // G
   int32_t rows_per_block;
   int32_t weight_before_wait;  // single segment only: read the weight before griddepcontrol.wait
+  int32_t stages;              // RmsNormStagedKernel only: shared-memory stages per block
 };
 
 // Finds the segment and the segment-local row of launch row `row`. False for rows past the end or

@@ -1,0 +1,253 @@
+// The staged kernel (rows streamed through shared memory by the copy engine, RmsNormStagedKernel)
+// against the fp64 reference, forced with RmsNormOptions::Staging::kOn so that it runs whatever
+// the automatic choice would be. Same tolerances, poisoning and guards as rmsnorm_cuda_test.cc.
+// Each case first asserts that the staged shape exists for it, so a silent fallback to the
+// register kernel would fail rather than pass.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/rmsnorm_cuda.h"
+#include "kernels/dtype.h"
+#include "kernels/rmsnorm.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace normd::gputest {
+namespace {
+
+constexpr DType kDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+
+cuda::RmsNormOptions Staged(int stages = 0) {
+  cuda::RmsNormOptions options;
+  options.staging = cuda::RmsNormOptions::Staging::kOn;
+  options.staged_stages = stages;
+  return options;
+}
+
+// Inputs of one (dtype, H, rows): random x and r on the host and on the device, made once and
+// shared by the runs over weight dtype, residual and options.
+struct Inputs {
+  Inputs(DType dtype, int64_t hidden, int64_t rows, Random& rng)
+      : dtype(dtype),
+        hidden(hidden),
+        rows(rows),
+        count(static_cast<size_t>(rows * hidden)),
+        bytes(count * ItemSize(dtype)),
+        x(RandomTensor(dtype, count, -2.0f, 2.0f, rng)),
+        r(RandomTensor(dtype, count, -2.0f, 2.0f, rng)),
+        dx(bytes),
+        dr(bytes) {
+    dx.Upload(x.data(), bytes);
+    dr.Upload(r.data(), bytes);
+  }
+  DType dtype;
+  int64_t hidden, rows;
+  size_t count, bytes;
+  HostBytes x, r;
+  DeviceBuffer dx, dr;
+};
+
+// One single-segment run with `options`: poisons the outputs, runs, checks every output element
+// written, the guards intact, and rows against the reference. In place when `in_place` (output
+// and residual_out alias copies of the inputs). Returns the mismatch count.
+int64_t RunAndCheck(const Inputs& in, DType weight_dtype, bool residual, bool in_place,
+                    float offset, const cuda::RmsNormOptions& options, Random& rng,
+                    const std::string& what) {
+  const DType dtype = in.dtype;
+  const HostBytes w = RandomTensor(weight_dtype, static_cast<size_t>(in.hidden), -1.5f, 1.5f, rng);
+  DeviceBuffer dy(in.bytes), dro(in.bytes), dw(w.size());
+  EXPECT_TRUE(in.dx.ok() && in.dr.ok() && dy.ok() && dro.ok() && dw.ok()) << what;
+  dw.Upload(w.data(), w.size());
+  if (in_place) {  // the kernel overwrites its inputs: run on copies of them
+    dy.Upload(in.x.data(), in.bytes);
+    dro.Upload(in.r.data(), in.bytes);
+  } else {
+    dy.Fill(kPoisonByte);
+    dro.Fill(kPoisonByte);
+  }
+  dy.ArmGuards();
+  dro.ArmGuards();
+  RmsNormSegment seg;
+  seg.input = in_place ? dy.get() : in.dx.get();
+  seg.output = dy.get();
+  seg.residual = residual ? (in_place ? dro.get() : in.dr.get()) : nullptr;
+  seg.residual_out = residual ? dro.get() : nullptr;
+  seg.weight = dw.get();
+  seg.weight_dtype = weight_dtype;
+  seg.rows = in.rows;
+  seg.eps = (rng.Next() & 1) ? 1e-6f : 1e-5f;
+  seg.weight_offset = offset;
+  const cudaError_t launched = cuda::RmsNorm(dtype, in.hidden, seg, nullptr, options);
+  EXPECT_EQ(launched, cudaSuccess) << what << ": " << cudaGetErrorString(launched);
+  const cudaError_t synced = cudaDeviceSynchronize();
+  EXPECT_EQ(synced, cudaSuccess) << what << ": " << cudaGetErrorString(synced);
+  if (launched != cudaSuccess || synced != cudaSuccess) return 1;
+  HostBytes y(in.bytes), ro(in.bytes);
+  dy.Download(y.data(), in.bytes);
+  EXPECT_EQ(CountPoisoned(dtype, y.data(), in.count), 0) << what << ": output elements not written";
+  EXPECT_TRUE(dy.GuardsIntact()) << what << ": wrote outside the output";
+  if (residual) {
+    dro.Download(ro.data(), in.bytes);
+    EXPECT_EQ(CountPoisoned(dtype, ro.data(), in.count), 0) << what << ": residual_out not written";
+    EXPECT_TRUE(dro.GuardsIntact()) << what << ": wrote outside residual_out";
+  }
+  RmsNormSegment host = seg;
+  host.input = in.x.data();
+  host.residual = residual ? in.r.data() : nullptr;
+  host.weight = w.data();
+  return CheckRows(dtype, in.hidden, host, y.data(), residual ? ro.data() : nullptr,
+                   RowsToCheck(in.rows, in.hidden, rng), what);
+}
+
+// H x rows (1 row, partial last tiles, many tiles per block) x dtype x weight dtype x residual x
+// weight_offset.
+TEST(RmsNormCudaStaged, MatchesReference) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x7777);
+  for (const DType dtype : kDTypes) {
+    const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
+    for (const int64_t hidden : {vec_elems, int64_t{1024}, int64_t{3000}, int64_t{4096},
+                                 int64_t{5120}, int64_t{7168}, int64_t{8192}, int64_t{16384}}) {
+      std::vector<int64_t> row_counts = {1, 19, 989};
+      if (hidden <= 4096) row_counts.push_back(70000);
+      std::vector<DType> weight_dtypes = {dtype};
+      if (dtype != DType::kFloat32) weight_dtypes.push_back(DType::kFloat32);
+      for (const int64_t rows : row_counts) {
+        const Inputs inputs(dtype, hidden, rows, rng);
+        for (const DType weight_dtype : weight_dtypes) {
+          for (const bool residual : {false, true}) {
+            const float offset = residual ? 1.0f : 0.0f;
+            const std::string what =
+                std::string(DTypeName(dtype)) + " H=" + std::to_string(hidden) +
+                " rows=" + std::to_string(rows) + " weight=" + DTypeName(weight_dtype) +
+                (residual ? " +residual" : "");
+            SCOPED_TRACE(what);
+            const cuda::StagedShape shape =
+                cuda::ChooseStagedShape(dtype, hidden, rows, residual, Staged());
+            // fp32 rows of 16384 with a residual: one stage (x and r) is 128 KB, no room for two.
+            if (dtype == DType::kFloat32 && hidden == 16384 && residual) {
+              EXPECT_EQ(shape.rows_per_tile, 0) << what;
+              continue;
+            }
+            ASSERT_GT(shape.rows_per_tile, 0) << what << ": no staged shape";
+            ASSERT_EQ(
+                RunAndCheck(inputs, weight_dtype, residual, false, offset, Staged(), rng, what), 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every stage count from 2 to 8 that fits the shared-memory budget (each a different ring of
+// barriers and parities), with enough tiles per block that the ring wraps many times and a partial
+// last tile. Counts past the budget give no staged shape.
+TEST(RmsNormCudaStaged, EveryStageCount) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x8888);
+  for (const DType dtype : {DType::kBFloat16, DType::kFloat32}) {
+    const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
+    // 16-byte rows: 512 per tile, so all 8 stages fit; 4096: 32 KB tiles, up to 6 (3 fused). Either
+    // gives each block over 2 x 8 tiles.
+    for (const auto& [hidden, rows] : {std::pair<int64_t, int64_t>{vec_elems, 2000003},
+                                       std::pair<int64_t, int64_t>{4096, 8003}}) {
+      const Inputs inputs(dtype, hidden, rows, rng);
+      for (const bool residual : {false, true}) {
+        const int most = cuda::ChooseStagedShape(dtype, hidden, rows, residual, Staged()).stages;
+        ASSERT_GE(most, 2);
+        for (int stages = 2; stages <= 8; ++stages) {
+          const std::string what = std::string(DTypeName(dtype)) + " H=" + std::to_string(hidden) +
+                                   " stages=" + std::to_string(stages) +
+                                   (residual ? " +residual" : "");
+          SCOPED_TRACE(what);
+          const cuda::StagedShape shape =
+              cuda::ChooseStagedShape(dtype, hidden, rows, residual, Staged(stages));
+          if (stages > most) {
+            EXPECT_EQ(shape.rows_per_tile, 0) << what << ": past the budget";
+            continue;
+          }
+          ASSERT_EQ(shape.stages, stages) << what;
+          ASSERT_EQ(RunAndCheck(inputs, dtype, residual, false, 0.0f, Staged(stages), rng, what),
+                    0);
+        }
+      }
+    }
+  }
+}
+
+// output == input and residual_out == residual: a tile is read into shared memory before any of
+// its rows is written, and later tiles are other rows.
+TEST(RmsNormCudaStaged, InPlace) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x9999);
+  for (const DType dtype : kDTypes) {
+    for (const int64_t hidden : {1024, 4096, 16384}) {
+      const bool residual = !(dtype == DType::kFloat32 && hidden == 16384);
+      const std::string what =
+          std::string(DTypeName(dtype)) + " in place H=" + std::to_string(hidden);
+      SCOPED_TRACE(what);
+      const Inputs inputs(dtype, hidden, 3001, rng);
+      ASSERT_EQ(RunAndCheck(inputs, DType::kFloat32, residual, true, 0.0f, Staged(), rng, what), 0);
+    }
+  }
+}
+
+// Shapes the staged kernel cannot take: no staged shape, and kOn still computes them (with the
+// register kernel); unaligned pointers fall back the same way (rmsnorm_cuda_test.cc's
+// MisalignedPointers runs under the automatic choice, this one under kOn).
+TEST(RmsNormCudaStaged, FallsBackWhereItCannotRun) {
+  for (const int64_t hidden : {int64_t{3}, int64_t{111}, int64_t{20000}}) {
+    EXPECT_EQ(
+        cuda::ChooseStagedShape(DType::kBFloat16, hidden, 4096, false, Staged()).rows_per_tile, 0)
+        << "H=" << hidden;
+  }
+  EXPECT_EQ(cuda::ChooseStagedShape(DType::kFloat32, 16384, 4096, true, Staged()).rows_per_tile, 0);
+  cuda::RmsNormOptions off = Staged();
+  off.staging = cuda::RmsNormOptions::Staging::kOff;
+  EXPECT_EQ(cuda::ChooseStagedShape(DType::kBFloat16, 4096, 65536, false, off).rows_per_tile, 0);
+  EXPECT_EQ(cuda::ChooseStagedShape(DType::kBFloat16, 4096, 65536, false, Staged(1)).rows_per_tile,
+            0);
+  EXPECT_EQ(cuda::ChooseStagedShape(DType::kBFloat16, 4096, 65536, false, Staged(9)).rows_per_tile,
+            0);
+
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0xAAAA);
+  for (const int64_t hidden : {int64_t{111}, int64_t{20000}}) {
+    const std::string what = "bf16 fallback H=" + std::to_string(hidden);
+    const Inputs inputs(DType::kBFloat16, hidden, 37, rng);
+    ASSERT_EQ(RunAndCheck(inputs, DType::kBFloat16, true, false, 0.0f, Staged(), rng, what), 0);
+  }
+  const int64_t hidden = 4096;
+  const int64_t rows = 77;
+  const size_t bytes = static_cast<size_t>(rows * hidden) * 2;
+  DeviceBuffer dx(bytes, 2), dy(bytes), dw(hidden * 2);
+  const HostBytes x =
+      RandomTensor(DType::kBFloat16, static_cast<size_t>(rows * hidden), -2, 2, rng);
+  const HostBytes w = RandomTensor(DType::kBFloat16, static_cast<size_t>(hidden), -1.5f, 1.5f, rng);
+  dx.Upload(x.data(), bytes);
+  dw.Upload(w.data(), w.size());
+  dy.Fill(kPoisonByte);
+  RmsNormSegment seg;
+  seg.input = dx.get();
+  seg.output = dy.get();
+  seg.weight = dw.get();
+  seg.weight_dtype = DType::kBFloat16;
+  seg.rows = rows;
+  NORMD_CUDA_OK(cuda::RmsNorm(DType::kBFloat16, hidden, seg, nullptr, Staged()));
+  NORMD_CUDA_OK(cudaDeviceSynchronize());
+  HostBytes y(bytes);
+  dy.Download(y.data(), bytes);
+  RmsNormSegment host = seg;
+  host.input = x.data();
+  host.weight = w.data();
+  ASSERT_EQ(CheckRows(DType::kBFloat16, hidden, host, y.data(), nullptr,
+                      RowsToCheck(rows, hidden, rng), "bf16 misaligned input under kOn"),
+            0);
+}
+
+}  // namespace
+}  // namespace normd::gputest
