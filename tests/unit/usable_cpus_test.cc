@@ -14,7 +14,8 @@ TEST(UsableCpuCountTest, CountsTheCpusOfTheAffinityMask) {
   ASSERT_EQ(sched_getaffinity(0, sizeof(original), &original), 0);
   EXPECT_EQ(UsableCpuCount(), CPU_COUNT(&original));
 
-  // Narrow this thread to the first CPU it may use: the count must drop to 1 whatever the machine has.
+  // Narrow this thread to the first CPU it may use: the count must drop to 1 whatever the machine
+  // has.
   int first = 0;
   while (!CPU_ISSET(first, &original)) ++first;
   cpu_set_t one;
