@@ -67,6 +67,24 @@ bool ValidVectorsPerThread(DType d, int n) {
   return n == 1 || n == 2 || n == 4 || (n == 8 && d == DType::kFloat32);
 }
 
+// One launch of `kernel` over `blocks` blocks, with programmatic dependent launch when `pdl`.
+cudaError_t LaunchKernel(void (*kernel)(KernelParams), const KernelParams& params, int64_t blocks,
+                         int threads_per_block, size_t shared_bytes, bool pdl, cudaStream_t stream) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(static_cast<unsigned>(threads_per_block));
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  if (pdl) {
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, kernel, params);
+}
+
 template <typename T, bool kEarlyWeights, bool kResidual,
           internal::WeightKind kW = internal::WeightKind::kEither>
 void (*RowKernelFor(int vectors_per_thread))(KernelParams) {
@@ -116,19 +134,7 @@ cudaError_t LaunchTyped(const KernelParams& params, const KernelShape& shape, bo
   }
   if (kernel == nullptr) return cudaErrorInvalidValue;
 
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(blocks));
-  config.blockDim = dim3(static_cast<unsigned>(shape.threads_per_block));
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  if (pdl) {
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-  }
-  return cudaLaunchKernelEx(&config, kernel, params);
+  return LaunchKernel(kernel, params, blocks, shape.threads_per_block, 0, pdl, stream);
 }
 
 template <typename T, bool kResidual, internal::WeightKind kW>
@@ -194,19 +200,8 @@ cudaError_t LaunchStagedTyped(KernelParams params, const StagedShape& shape, boo
   const int64_t tiles = CeilDiv(params.total_rows, shape.rows_per_tile);
   const int64_t blocks = std::min<int64_t>(tiles, int64_t{multiprocessors} * per_multiprocessor);
 
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(blocks));
-  config.blockDim = dim3(static_cast<unsigned>(shape.threads_per_block));
-  config.dynamicSmemBytes = static_cast<size_t>(shape.shared_bytes);
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  if (pdl) {
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-  }
-  return cudaLaunchKernelEx(&config, kernel, params);
+  return LaunchKernel(kernel, params, blocks, shape.threads_per_block,
+                      static_cast<size_t>(shape.shared_bytes), pdl, stream);
 }
 
 // Whether the current device has the copy engine's bulk copies (sm_90 or newer).
