@@ -3,7 +3,9 @@
 // agree within 10% (or --duration runs out), and reports throughput, latency percentiles, errors by code
 // and the server's mean launch size (Timing.batch_requests). With --baseline it measures the target and
 // the baseline (normally normd-echo, the transport ceiling) alternately, window by window, so that a
-// drift of the machine hits both alike, and prints their throughput ratio.
+// drift of the machine hits both alike, and prints their throughput ratio. A point's figures merge its
+// last three windows (--summary-windows=0: every window); --window-csv also writes each window's own.
+// Without a baseline the windows are back-to-back slices of one run.
 //
 //   normbench --target=127.0.0.1:50051 --baseline=127.0.0.1:50052 --concurrency=1,16,64 --rows=1
 //             --hidden=4096 --dtype=bf16 --duration=5s --csv=out.csv
@@ -45,6 +47,11 @@ ABSL_FLAG(absl::Duration, window, absl::Seconds(1), "measurement window");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "load before the first window of each point");
 ABSL_FLAG(double, stability, 0.10, "windows agree when each is within this fraction of their mean");
 ABSL_FLAG(std::string, csv, "", "write one CSV row per (server, point) here");
+ABSL_FLAG(int, summary_windows, 3,
+          "a point's row merges this many of its last windows (0 = all of them: with --stability=0 and "
+          "--duration a multiple of --window, the whole duration)");
+ABSL_FLAG(std::string, window_csv, "",
+          "also write one CSV row per measured window here (when in a point a latency spike came)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the tensor values and the Poisson arrivals");
 
 namespace normd::bench {
@@ -53,6 +60,9 @@ namespace {
 constexpr char kCsvHeader[] =
     "server,concurrency,rows,hidden,dtype,requests,errors,throughput_rps,rows_per_s,payload_gbps,p50_us,p90_us,"
     "p95_us,p99_us,mean_batch_requests";
+// --window-csv: the point's label (concurrency or request rate), the window's number in the point
+// (0 = first), and the seconds measured in the point up to the window's end.
+constexpr char kWindowCsvHeader[] = "server,point,window,end_s,requests,errors,throughput_rps,p50_us,p99_us";
 
 struct Server {
   std::string role;  // "target" or "baseline"
@@ -121,15 +131,19 @@ void SleepWithProgress(absl::Duration d, Server& server, const Point& point, con
   }
 }
 
-// Measures one server's next window at `point`. The first window of a point follows the warm-up; later
-// ones a short settle, since the generator stops while the other server is measured.
-void MeasureWindow(Server& s, const Point& point, bool first, bool tty) {
-  s.generator->Start(point.spec);
-  SleepWithProgress(first ? absl::GetFlag(FLAGS_warmup) : absl::Milliseconds(100), s, point, "warm-up", tty);
-  s.generator->Collect();
+// Measures one server's next window at `point`. The first window of a point follows the warm-up. With a
+// baseline the generator stops while the other server is measured, so later windows follow a short
+// settle; alone (`alone`) it keeps running, and the windows are back-to-back slices of one run (the
+// caller stops it after the point).
+void MeasureWindow(Server& s, const Point& point, bool first, bool alone, bool tty) {
+  if (first || !alone) {
+    s.generator->Start(point.spec);
+    SleepWithProgress(first ? absl::GetFlag(FLAGS_warmup) : absl::Milliseconds(100), s, point, "warm-up", tty);
+    s.generator->Collect();
+  }
   SleepWithProgress(absl::GetFlag(FLAGS_window), s, point, "measure", tty);
   WindowStats w = s.generator->Collect();
-  s.generator->Stop();
+  if (!alone) s.generator->Stop();
   s.measured += w.length;
   s.windows.push_back(std::move(w));
   s.stable = LastThreeAgree(s.windows, absl::GetFlag(FLAGS_stability));
@@ -142,7 +156,8 @@ struct Summary {
 
 Summary Summarize(const Server& s) {
   Summary out;
-  const size_t n = std::min<size_t>(3, s.windows.size());
+  const int last = absl::GetFlag(FLAGS_summary_windows);
+  const size_t n = last == 0 ? s.windows.size() : std::min<size_t>(last, s.windows.size());
   for (size_t i = s.windows.size() - n; i < s.windows.size(); ++i) out.merged.Merge(s.windows[i]);
   out.rps = out.merged.throughput_rps();
   out.p50 = out.merged.Percentile(0.50);
@@ -163,9 +178,10 @@ int Run(int argc, char** argv) {
   absl::StatusOr<DType> dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
   const std::string arrivals = absl::GetFlag(FLAGS_arrivals);
   if (!dtype.ok() || (arrivals != "poisson" && arrivals != "constant") || absl::GetFlag(FLAGS_rows) <= 0 ||
-      absl::GetFlag(FLAGS_hidden) <= 0 || absl::GetFlag(FLAGS_window) <= absl::ZeroDuration()) {
-    std::cerr << "normbench: need --dtype=bf16|fp16|fp32, --arrivals=poisson|constant, and positive --rows, "
-                 "--hidden, --window\n";
+      absl::GetFlag(FLAGS_hidden) <= 0 || absl::GetFlag(FLAGS_window) <= absl::ZeroDuration() ||
+      absl::GetFlag(FLAGS_summary_windows) < 0) {
+    std::cerr << "normbench: need --dtype=bf16|fp16|fp32, --arrivals=poisson|constant, positive --rows, "
+                 "--hidden, --window, and --summary-windows >= 0\n";
     return 2;
   }
   std::vector<Point> points;
@@ -226,6 +242,15 @@ int Run(int argc, char** argv) {
     }
     csv << kCsvHeader << "\n";
   }
+  std::ofstream window_csv;
+  if (!absl::GetFlag(FLAGS_window_csv).empty()) {
+    window_csv.open(absl::GetFlag(FLAGS_window_csv), std::ios::trunc);
+    if (!window_csv) {
+      std::cerr << "normbench: cannot write " << absl::GetFlag(FLAGS_window_csv) << "\n";
+      return 3;
+    }
+    window_csv << kWindowCsvHeader << "\n";
+  }
   const bool tty = isatty(STDOUT_FILENO) != 0;
   const int64_t rows = absl::GetFlag(FLAGS_rows), hidden = absl::GetFlag(FLAGS_hidden);
   const std::string dtype_name = absl::GetFlag(FLAGS_dtype);
@@ -241,18 +266,30 @@ int Run(int argc, char** argv) {
       s.stable = false;
     }
     // Alternate window by window until every server is stable or out of time.
+    const bool alone = servers.size() == 1;
     for (bool first = true;; first = false) {
       bool measured_any = false;
       for (Server& s : servers) {
         if (s.stable || s.measured >= duration) continue;
-        MeasureWindow(s, point, first, tty);
+        MeasureWindow(s, point, first, alone, tty);
         measured_any = true;
       }
       if (!measured_any) break;
     }
+    if (alone) servers[0].generator->Stop();
     if (tty) std::printf("\r\033[K");
     std::vector<double> rps;
     for (Server& s : servers) {
+      if (window_csv.is_open()) {
+        absl::Duration end;
+        for (size_t i = 0; i < s.windows.size(); ++i) {
+          WindowStats& w = s.windows[i];
+          end += w.length;
+          window_csv << absl::StrFormat("%s,%s,%d,%.3f,%d,%d,%.1f,%.0f,%.0f\n", s.role, point.label, i,
+                                        absl::ToDoubleSeconds(end), w.ok(), w.error_count(), w.throughput_rps(),
+                                        w.Percentile(0.50), w.Percentile(0.99));
+        }
+      }
       Summary sum = Summarize(s);
       const double rows_per_s = sum.rps * static_cast<double>(rows);
       // Tensor bytes both ways: input (+ residual) in, output (+ residual_out) out.

@@ -154,5 +154,52 @@ TEST_F(ToolsTest, NormbenchStreamAndRateModes) {
   }
 }
 
+// One CSV row per window with --window-csv, numbered in order with growing end times; a point's row
+// merges the last three windows by default and every window with --summary-windows=0, so its request
+// count is the sum of those windows' counts.
+TEST_F(ToolsTest, NormbenchWindowCsvAndSummaryWindows) {
+  for (const bool every_window : {true, false}) {
+    SCOPED_TRACE(every_window ? "--summary-windows=0" : "default summary");
+    const std::string dir = TempDir();
+    const std::string csv = dir + "/summary.csv", windows_csv = dir + "/windows.csv";
+    ASSERT_EQ(Shell(absl::StrCat(NORMBENCH_PATH, " --target=", server_->address(),
+                                 " --concurrency=2 --rows=1 --hidden=256 --dtype=fp32 --duration=1s --window=0.2s",
+                                 " --warmup=0.1s --stability=0", every_window ? " --summary-windows=0" : "",
+                                 " --window-csv=", windows_csv, " --csv=", csv, " > /dev/null")),
+              0);
+    std::ifstream windows_in(windows_csv);
+    std::string line;
+    ASSERT_TRUE(std::getline(windows_in, line));
+    EXPECT_EQ(line, "server,point,window,end_s,requests,errors,throughput_rps,p50_us,p99_us");
+    std::vector<int64_t> requests;
+    double last_end = 0;
+    while (std::getline(windows_in, line)) {
+      const std::vector<std::string> cells = absl::StrSplit(line, ',');
+      ASSERT_EQ(cells.size(), 9u) << line;
+      EXPECT_EQ(cells[0], "target") << line;
+      EXPECT_EQ(cells[1], "c=2") << line;
+      EXPECT_EQ(std::stoul(cells[2]), requests.size()) << line;
+      EXPECT_GT(std::stod(cells[3]), last_end) << line;
+      last_end = std::stod(cells[3]);
+      EXPECT_EQ(cells[5], "0") << line;
+      EXPECT_GT(std::stod(cells[8]), 0.0) << line;  // a p99
+      requests.push_back(std::stoll(cells[4]));
+    }
+    // --stability=0: windows of 0.2 s until 1 s is measured (5, or 4 if they ran long), so the
+    // default summary (the last 3) leaves some out.
+    ASSERT_GE(requests.size(), 4u);
+    EXPECT_GE(last_end, 1.0);
+    std::ifstream summary_in(csv);
+    std::string header, row;
+    ASSERT_TRUE(std::getline(summary_in, header) && std::getline(summary_in, row));
+    const std::vector<std::string> cells = absl::StrSplit(row, ',');
+    ASSERT_EQ(cells.size(), 15u) << row;
+    const size_t merged = every_window ? requests.size() : 3;
+    int64_t expected = 0;
+    for (size_t i = requests.size() - merged; i < requests.size(); ++i) expected += requests[i];
+    EXPECT_EQ(std::stoll(cells[5]), expected) << row;
+  }
+}
+
 }  // namespace
 }  // namespace normd::testing
