@@ -1,6 +1,7 @@
 // The RMSNorm kernels. Internal to the CUDA library (included by rmsnorm_cuda.cu only).
 //
-// Two kernels, one math (kernels/rmsnorm.h):
+// Two kernels here, one math (kernels/rmsnorm.h); a third, for large single-segment launches on
+// sm_90, streams rows through shared memory (rmsnorm_staged_kernel.cuh) and shares the helpers below:
 //  - RmsNormRowKernel<T, kN>: a group of G threads owns one row and keeps it in registers, so each
 //  input
 //    element is read from device memory once. Thread t of the group holds kN 16-byte vectors, at
