@@ -174,16 +174,14 @@ void (*StagedKernelFor(const StagedShape& shape, bool residual,
 // occupancy calculator's answer), never more blocks than tiles.
 template <typename T>
 cudaError_t LaunchStagedTyped(KernelParams params, const StagedShape& shape, bool residual,
-                              bool pdl, cudaStream_t stream) {
+                              bool pdl, int device, cudaStream_t stream) {
   const bool weights_like_input = sizeof(T) == 4 || params.single.weight_dtype != DType::kFloat32;
   void (*kernel)(KernelParams) = StagedKernelFor<T>(shape, residual, weights_like_input);
   if (kernel == nullptr) return cudaErrorInvalidValue;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(shape.shared_bytes));
-  int device = 0;
   int multiprocessors = 0;
   int per_multiprocessor = 0;
-  if (err == cudaSuccess) err = cudaGetDevice(&device);
   if (err == cudaSuccess) {
     err = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
   }
@@ -204,47 +202,42 @@ cudaError_t LaunchStagedTyped(KernelParams params, const StagedShape& shape, boo
                       static_cast<size_t>(shape.shared_bytes), pdl, stream);
 }
 
-// Whether the current device has the copy engine's bulk copies (sm_90 or newer).
-bool DeviceHasBulkCopy() {
+// Launches the staged kernel for this single segment if it can run here: its pointers pass the
+// kernels' own vector-path rule (CanVectorize) and the device has the copy engine's bulk copies
+// (sm_90 or newer). False when it did not launch.
+template <typename T>
+bool TryLaunchStaged(const KernelParams& params, const StagedShape& shape, bool pdl,
+                     cudaStream_t stream, cudaError_t* result) {
+  const RmsNormSegment& seg = params.single;
+  if (!internal::CanVectorize<T>(seg, params.hidden)) return false;
   int device = 0;
   int major = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      major < 9) {
     return false;
   }
-  return major >= 9;
+  *result = LaunchStagedTyped<T>(params, shape, seg.residual != nullptr, pdl, device, stream);
+  return true;
 }
-
-bool PointerAligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // The staged kernel for this single segment, if it should and can run it.
 bool LaunchStagedIfChosen(DType dtype, const KernelParams& params, const RmsNormOptions& options,
                           cudaStream_t stream, cudaError_t* result) {
   if (options.staging == RmsNormOptions::Staging::kOff || params.total_rows == 0) return false;
-  const RmsNormSegment& seg = params.single;
-  const bool residual = seg.residual != nullptr;
-  const StagedShape shape =
-      ChooseStagedShape(dtype, params.hidden, params.total_rows, residual, options);
+  const StagedShape shape = ChooseStagedShape(dtype, params.hidden, params.total_rows,
+                                              params.single.residual != nullptr, options);
   if (shape.rows_per_tile == 0) return false;
-  if (!PointerAligned16(seg.input) || !PointerAligned16(seg.output) ||
-      !PointerAligned16(seg.weight) ||
-      (residual && (!PointerAligned16(seg.residual) || !PointerAligned16(seg.residual_out)))) {
-    return false;
-  }
-  if (!DeviceHasBulkCopy()) return false;
   const bool pdl = options.programmatic_dependent_launch;
   switch (dtype) {
     case DType::kFloat32:
-      *result = LaunchStagedTyped<float>(params, shape, residual, pdl, stream);
-      break;
+      return TryLaunchStaged<float>(params, shape, pdl, stream, result);
     case DType::kFloat16:
-      *result = LaunchStagedTyped<__half>(params, shape, residual, pdl, stream);
-      break;
+      return TryLaunchStaged<__half>(params, shape, pdl, stream, result);
     case DType::kBFloat16:
-      *result = LaunchStagedTyped<__nv_bfloat16>(params, shape, residual, pdl, stream);
-      break;
+      return TryLaunchStaged<__nv_bfloat16>(params, shape, pdl, stream, result);
   }
-  return true;
+  return false;
 }
 
 // residual: whether any segment may carry a residual (always true for a device table).

@@ -74,7 +74,7 @@ __device__ __forceinline__ bool ResolveRow(const KernelParams& p, int64_t row, R
 }
 
 template <typename T>
-__device__ __forceinline__ bool CanVectorize(const RmsNormSegment& s, int64_t hidden) {
+__host__ __device__ __forceinline__ bool CanVectorize(const RmsNormSegment& s, int64_t hidden) {
   return (hidden * static_cast<int64_t>(sizeof(T))) % 16 == 0 && Aligned16(s.input) &&
          Aligned16(s.output) && Aligned16(s.weight) &&
          (s.residual == nullptr || (Aligned16(s.residual) && Aligned16(s.residual_out)));

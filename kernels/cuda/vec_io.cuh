@@ -126,7 +126,8 @@ __device__ __forceinline__ void StoreScalar(void* base, int64_t i, float value) 
   }
 }
 
-__device__ __forceinline__ bool Aligned16(const void* p) {
+// Also on the host: the launcher applies the same rule before picking the staged kernel.
+__host__ __device__ __forceinline__ bool Aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
