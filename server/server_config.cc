@@ -1,7 +1,7 @@
 #include "server/server_config.h"
 
+#include <algorithm>
 #include <cstdlib>
-#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/time/time.h"

@@ -116,6 +116,19 @@ absl::StatusOr<std::shared_ptr<const PreparedRequest>> MakeRequest(Client& clien
   return std::make_shared<const PreparedRequest>(*std::move(prepared));
 }
 
+// Opens `path` for writing with `header` as its first line; an empty path means no file (true, `out`
+// left closed). False, with a message, when it cannot be written.
+bool OpenCsv(const std::string& path, const char* header, std::ofstream& out) {
+  if (path.empty()) return true;
+  out.open(path, std::ios::trunc);
+  if (!out) {
+    std::cerr << "normbench: cannot write " << path << "\n";
+    return false;
+  }
+  out << header << "\n";
+  return true;
+}
+
 // Sleeps for `d`; on a terminal, keeps a one-line progress display up to date meanwhile.
 void SleepWithProgress(absl::Duration d, Server& server, const Point& point, const char* phase, bool tty) {
   const absl::Time end = absl::Now() + d;
@@ -233,23 +246,10 @@ int Run(int argc, char** argv) {
     servers.push_back(std::move(s));
   }
 
-  std::ofstream csv;
-  if (!absl::GetFlag(FLAGS_csv).empty()) {
-    csv.open(absl::GetFlag(FLAGS_csv), std::ios::trunc);
-    if (!csv) {
-      std::cerr << "normbench: cannot write " << absl::GetFlag(FLAGS_csv) << "\n";
-      return 3;
-    }
-    csv << kCsvHeader << "\n";
-  }
-  std::ofstream window_csv;
-  if (!absl::GetFlag(FLAGS_window_csv).empty()) {
-    window_csv.open(absl::GetFlag(FLAGS_window_csv), std::ios::trunc);
-    if (!window_csv) {
-      std::cerr << "normbench: cannot write " << absl::GetFlag(FLAGS_window_csv) << "\n";
-      return 3;
-    }
-    window_csv << kWindowCsvHeader << "\n";
+  std::ofstream csv, window_csv;
+  if (!OpenCsv(absl::GetFlag(FLAGS_csv), kCsvHeader, csv) ||
+      !OpenCsv(absl::GetFlag(FLAGS_window_csv), kWindowCsvHeader, window_csv)) {
+    return 3;
   }
   const bool tty = isatty(STDOUT_FILENO) != 0;
   const int64_t rows = absl::GetFlag(FLAGS_rows), hidden = absl::GetFlag(FLAGS_hidden);
