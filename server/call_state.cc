@@ -1,19 +1,14 @@
 #include "server/call_state.h"
 
+#include <grpcpp/impl/codegen/proto_utils.h>
+
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace normd {
 namespace {
-
-void* SizeLike(const normd::v1::Tensor& like, normd::v1::Tensor& out) {
-  out.set_dtype(like.dtype());
-  *out.mutable_shape() = like.shape();
-  std::string* data = out.mutable_data();
-  data->resize(like.data().size());
-  return data->data();
-}
 
 absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
   const auto deadline = context.deadline();
@@ -23,33 +18,31 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
 
 }  // namespace
 
-std::unique_ptr<WorkItem> MakeWorkItem(const normd::v1::NormalizeRequest& request, ValidatedRequest validated,
-                                       normd::v1::NormalizeResponse& response,
+absl::Status ParseNormalizeRequest(const grpc::ByteBuffer& bytes,
+                                   normd::v1::NormalizeRequest& request) {
+  grpc::ByteBuffer parsed_from(
+      bytes);  // shares the slices: Deserialize empties the buffer it is given
+  if (grpc::Status parsed = grpc::SerializationTraits<normd::v1::NormalizeRequest>::Deserialize(
+          &parsed_from, &request);
+      !parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a normd.v1.NormalizeRequest (", parsed.error_message(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<WorkItem> MakeWorkItem(const normd::v1::NormalizeRequest& request,
+                                       ValidatedRequest validated, ResponseWire& response,
                                        grpc::CallbackServerContext& context) {
   auto item = std::make_unique<WorkItem>();
-  response.set_request_id(request.request_id());
-  item->output = SizeLike(request.input(), *response.mutable_output());
-  if (validated.residual != nullptr) {
-    item->residual_out = SizeLike(request.residual(), *response.mutable_residual_out());
-  }
+  response.Prepare(request, /*with_residual_out=*/validated.residual != nullptr);
+  item->output = response.output();
+  item->residual_out = response.residual_out();
   item->request = std::move(validated);
   item->enqueued = absl::Now();
   item->deadline = DeadlineOf(context);
   item->is_cancelled = [&context] { return context.IsCancelled(); };
   return item;
-}
-
-void FinishResponse(const absl::Status& status, const LaunchReport& report,
-                    normd::v1::NormalizeResponse& response) {
-  if (!status.ok()) {
-    response.Clear();
-    return;
-  }
-  normd::v1::Timing* timing = response.mutable_timing();
-  timing->set_queue_us(absl::ToInt64Microseconds(report.queue_wait));
-  timing->set_compute_us(absl::ToInt64Microseconds(report.compute));
-  timing->set_batch_rows(report.batch_rows);
-  timing->set_batch_requests(report.batch_requests);
 }
 
 }  // namespace normd

@@ -1,7 +1,5 @@
 #include "server/normalize_stream_reactor.h"
 
-#include <grpcpp/impl/codegen/proto_utils.h>
-
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -50,12 +48,8 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
     }
   }
   if (admitted != nullptr) {
-    if (grpc::Status parsed = grpc::SerializationTraits<normd::v1::NormalizeRequest>::Deserialize(
-            &admitted->raw_request, &admitted->request);
-        !parsed.ok()) {
-      admitted->parsed = absl::InvalidArgumentError(
-          absl::StrCat("not a normd.v1.NormalizeRequest (", parsed.error_message(), ")"));
-    }
+    admitted->parsed = ParseNormalizeRequest(admitted->raw_request, admitted->request);
+    admitted->raw_request.Clear();  // parsed: the request's bytes now live in `request`
     Admit(admitted);
   }
   Pump();
@@ -75,14 +69,9 @@ void NormalizeStreamReactor::Admit(Slot* raw) {
   }
   std::unique_ptr<WorkItem> item = MakeWorkItem(raw->request, *std::move(validated), raw->response, *context_);
   item->on_done = [this, raw](const absl::Status& status, const LaunchReport& report) {
-    FinishResponse(status, report, raw->response);
-    bool own_buffer = false;
-    if (status.ok()) {
-      // Serialized here, on the worker's thread and outside mu_; the message itself is then released.
-      grpc::SerializationTraits<normd::v1::NormalizeResponse>::Serialize(raw->response, &raw->raw_response,
-                                                                         &own_buffer);
-      raw->response.Clear();
-    }
+    // Encoded here, on the worker's thread and outside mu_ (a few bytes: the outputs are
+    // referenced).
+    if (status.ok()) raw->raw_response = raw->response.Finish(report);
     CompleteSlot(raw, status);
   };
   if (absl::Status admitted = scheduler_.Submit(std::move(item)); !admitted.ok()) {

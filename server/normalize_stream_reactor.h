@@ -1,17 +1,18 @@
 // NormalizeStream: a bidirectional stream whose responses come back in request order.
 //
-// The reactor keeps reading while earlier requests compute (up to `max_inflight` requests ahead of their
-// responses: the flow-control bound on what one stream can make the server hold), and writes each
-// response as soon as it and every response before it are ready. A bad message (or a failed request)
-// ends the stream with its status, naming the message's index and request_id, after the responses to
-// the messages before it. Messages travel as raw bytes (see NormalizerServiceBase): the reactor parses
-// each request, so that bytes that are not a NormalizeRequest end the stream with INVALID_ARGUMENT
-// instead of passing for the client's half-close, and serializes each response once it is computed.
+// The reactor keeps reading while earlier requests compute (up to `max_inflight` requests ahead of
+// their responses: the flow-control bound on what one stream can make the server hold), and writes
+// each response as soon as it and every response before it are ready. A bad message (or a failed
+// request) ends the stream with its status, naming the message's index and request_id, after the
+// responses to the messages before it. Messages travel as raw bytes (see NormalizerServiceBase):
+// the reactor parses each request, so that bytes that are not a NormalizeRequest end the stream
+// with INVALID_ARGUMENT instead of passing for the client's half-close, and takes each response's
+// bytes (ResponseWire) once it is computed.
 //
-// Threads: gRPC calls OnReadDone/OnWriteDone, and workers complete requests, from any thread. All state
-// is guarded by mu_. gRPC calls (StartRead, StartWrite, Finish) are made outside the lock, and only after
-// the decision to make them was recorded under it (a flag set, a slot kept), so that Finish, which lets
-// gRPC destroy the reactor, can only happen once nothing else will touch it.
+// Threads: gRPC calls OnReadDone/OnWriteDone, and workers complete requests, from any thread. All
+// state is guarded by mu_. gRPC calls (StartRead, StartWrite, Finish) are made outside the lock,
+// and only after the decision to make them was recorded under it (a flag set, a slot kept), so that
+// Finish, which lets gRPC destroy the reactor, can only happen once nothing else will touch it.
 #ifndef NORMD_SERVER_NORMALIZE_STREAM_REACTOR_H_
 #define NORMD_SERVER_NORMALIZE_STREAM_REACTOR_H_
 
@@ -27,6 +28,7 @@
 #include "normd/v1/normd.pb.h"
 #include "server/metrics.h"
 #include "server/request_validation.h"
+#include "server/response_wire.h"
 #include "server/scheduler.h"
 #include "server/weight_registry.h"
 
@@ -53,8 +55,8 @@ class NormalizeStreamReactor final
     grpc::ByteBuffer raw_request;   // as read; parsed into `request`
     absl::Status parsed;            // why raw_request is not a NormalizeRequest, if it is not
     normd::v1::NormalizeRequest request;
-    normd::v1::NormalizeResponse response;
-    grpc::ByteBuffer raw_response;  // `response` serialized, once computed
+    ResponseWire response;          // the outputs, written by the worker
+    grpc::ByteBuffer raw_response;  // `response`'s bytes, once computed
     bool done = false;
     absl::Status status;
   };

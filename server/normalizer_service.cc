@@ -8,6 +8,7 @@
 #include "base/mutex.h"
 #include "server/call_state.h"
 #include "server/normalize_stream_reactor.h"
+#include "server/response_wire.h"
 #include "server/status_util.h"
 
 namespace normd {
@@ -30,6 +31,7 @@ void FinishUnary(grpc::ServerUnaryReactor* reactor, ServerMetrics* metrics, cons
 class UnaryCallReactor : public grpc::ServerUnaryReactor {
  public:
   explicit UnaryCallReactor(Scheduler& scheduler) : scheduler_(scheduler) {}
+  ~UnaryCallReactor() override = default;
   // Set before submitting (the answer may come before Submit returns); zero if it was refused.
   void set_held_bytes(int64_t bytes) { held_bytes_.store(bytes, std::memory_order_relaxed); }
   void OnDone() override {
@@ -47,6 +49,19 @@ class UnaryCallReactor : public grpc::ServerUnaryReactor {
   std::atomic<int64_t> held_bytes_{0};
 };
 
+// A Normalize call's reactor, holding the parsed request (which the WorkItem points into) and the
+// response being built, both until gRPC is done with the call.
+class NormalizeCallReactor final : public UnaryCallReactor {
+ public:
+  using UnaryCallReactor::UnaryCallReactor;
+  normd::v1::NormalizeRequest& request() { return request_; }
+  ResponseWire& response() { return response_; }
+
+ private:
+  normd::v1::NormalizeRequest request_;
+  ResponseWire response_;
+};
+
 }  // namespace
 
 NormalizerService::NormalizerService(Scheduler& scheduler, WeightRegistry& weights, ServiceOptions options,
@@ -54,27 +69,34 @@ NormalizerService::NormalizerService(Scheduler& scheduler, WeightRegistry& weigh
     : scheduler_(scheduler), weights_(weights), options_(std::move(options)), metrics_(metrics) {}
 
 grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerContext* context,
-                                                       const normd::v1::NormalizeRequest* request,
-                                                       normd::v1::NormalizeResponse* response) {
+                                                       const grpc::ByteBuffer* raw_request,
+                                                       grpc::ByteBuffer* raw_response) {
   const absl::Time start = absl::Now();
-  auto* reactor = new UnaryCallReactor(scheduler_);  // deletes itself in OnDone
-  absl::StatusOr<ValidatedRequest> validated = ValidateNormalizeRequest(*request, options_.limits, weights_);
+  auto* reactor = new NormalizeCallReactor(scheduler_);  // deletes itself in OnDone
+  normd::v1::NormalizeRequest& request = reactor->request();
+  absl::Status parsed = ParseNormalizeRequest(*raw_request, request);
+  absl::StatusOr<ValidatedRequest> validated =
+      parsed.ok() ? ValidateNormalizeRequest(request, options_.limits, weights_)
+                  : std::move(parsed);
   if (!validated.ok()) {
     FinishUnary(reactor, metrics_, "Normalize", start, validated.status());
     return reactor;
   }
-  std::unique_ptr<WorkItem> item = MakeWorkItem(*request, *std::move(validated), *response, *context);
+  std::unique_ptr<WorkItem> item =
+      MakeWorkItem(request, *std::move(validated), reactor->response(), *context);
   item->may_run_on_caller_thread = true;  // nothing is locked here; see Worker's shortcut
   item->hold_bytes_until_released = true;
   reactor->set_held_bytes(item->bytes());
-  item->on_done = [reactor, response, metrics = metrics_, start](const absl::Status& status,
-                                                                  const LaunchReport& report) {
-    FinishResponse(status, report, *response);
+  item->on_done = [reactor, raw_response, metrics = metrics_, start](const absl::Status& status,
+                                                                     const LaunchReport& report) {
+    if (status.ok()) {
+      grpc::ByteBuffer bytes = reactor->response().Finish(report);
+      raw_response->Swap(&bytes);
+    }
     FinishUnary(reactor, metrics, "Normalize", start, status);
   };
   if (absl::Status admitted = scheduler_.Submit(std::move(item)); !admitted.ok()) {
     reactor->set_held_bytes(0);  // nothing was charged
-    response->Clear();
     FinishUnary(reactor, metrics_, "Normalize", start, admitted);
   }
   return reactor;

@@ -22,12 +22,19 @@ struct ServiceOptions {
   normd::v1::ServerInfo info;    // what GetServerInfo answers
 };
 
-// NormalizeStream is registered raw (bytes in and out) so that its reactor parses each message itself:
-// gRPC 1.51's typed callback API reports a stream message it cannot parse exactly like the client's
-// half-close (OnReadDone(false)), so the stream would end OK with that message silently dropped.
-using NormalizerServiceBase = normd::v1::Normalizer::WithCallbackMethod_Normalize<
-    normd::v1::Normalizer::WithRawCallbackMethod_NormalizeStream<normd::v1::Normalizer::WithCallbackMethod_RegisterWeight<
-        normd::v1::Normalizer::WithCallbackMethod_GetServerInfo<normd::v1::Normalizer::Service>>>>;
+// Normalize and NormalizeStream are registered raw (bytes in and out):
+// - normd builds their responses' bytes itself (ResponseWire), so that output tensors are written
+//   once, by the executor, into the buffers gRPC sends, instead of being zero-filled, written, and
+//   copied again by protobuf's serializer;
+// - normd parses their requests itself: gRPC 1.51's typed callback API answers a unary request it
+//   cannot parse with UNIMPLEMENTED and no message, and reports a stream message it cannot parse
+//   exactly like the client's half-close (OnReadDone(false)), so the stream would end OK with that
+//   message silently dropped. normd answers INVALID_ARGUMENT, saying the bytes are not a request.
+using NormalizerServiceBase = normd::v1::Normalizer::WithRawCallbackMethod_Normalize<
+    normd::v1::Normalizer::WithRawCallbackMethod_NormalizeStream<
+        normd::v1::Normalizer::WithCallbackMethod_RegisterWeight<
+            normd::v1::Normalizer::WithCallbackMethod_GetServerInfo<
+                normd::v1::Normalizer::Service>>>>;
 
 class NormalizerService final : public NormalizerServiceBase {
  public:
@@ -37,8 +44,8 @@ class NormalizerService final : public NormalizerServiceBase {
                     ServerMetrics* metrics = nullptr);
 
   grpc::ServerUnaryReactor* Normalize(grpc::CallbackServerContext* context,
-                                      const normd::v1::NormalizeRequest* request,
-                                      normd::v1::NormalizeResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NormalizeStream(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* RegisterWeight(grpc::CallbackServerContext* context,

@@ -1,0 +1,95 @@
+#include "server/response_wire.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace normd {
+namespace {
+
+// Protobuf's wire type for length-delimited fields (messages, bytes, strings).
+constexpr uint32_t kLengthDelimited = 2;
+constexpr uint32_t LengthDelimitedTag(int field_number) {
+  return (static_cast<uint32_t>(field_number) << 3) | kLengthDelimited;
+}
+// Field numbers from proto/normd/v1/normd.proto; a test parses the result with protobuf to hold
+// them to it.
+constexpr int kResponseOutputField = 1;
+constexpr int kResponseResidualOutField = 2;
+constexpr int kTensorDataField = 3;
+
+void AppendVarint(uint64_t value, std::string& out) {
+  uint8_t bytes[10];  // a varint of 64 bits takes at most 10 bytes
+  const uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(value, bytes);
+  out.append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(end - bytes));
+}
+
+size_t VarintSize(uint64_t value) {
+  return google::protobuf::io::CodedOutputStream::VarintSize64(value);
+}
+
+}  // namespace
+
+void ResponseWire::PrepareTensor(int field_number, const normd::v1::Tensor& like,
+                                 TensorField& field) {
+  // The tensor's own fields but its data, encoded by protobuf; the data field then goes last (the
+  // wire format lets a message's fields come in any order).
+  normd::v1::Tensor meta;
+  meta.set_dtype(like.dtype());
+  *meta.mutable_shape() = like.shape();
+  const std::string meta_bytes = meta.SerializeAsString();
+  const size_t data_bytes = like.data().size();
+  const size_t message_bytes = meta_bytes.size() +
+                               VarintSize(LengthDelimitedTag(kTensorDataField)) +
+                               VarintSize(data_bytes) + data_bytes;
+
+  field.head.clear();
+  AppendVarint(LengthDelimitedTag(field_number), field.head);
+  AppendVarint(message_bytes, field.head);
+  field.head += meta_bytes;
+  AppendVarint(LengthDelimitedTag(kTensorDataField), field.head);
+  AppendVarint(data_bytes, field.head);
+
+  // malloc leaves the bytes as they are (std::string::resize would zero them first); the slice
+  // frees them when gRPC drops its last reference, after sending, or when this object goes unsent.
+  void* data = std::malloc(data_bytes == 0 ? 1 : data_bytes);
+  if (data == nullptr) throw std::bad_alloc();
+  field.bytes = grpc::Slice(data, data_bytes, std::free);
+  field.data = data;
+}
+
+void ResponseWire::Prepare(const normd::v1::NormalizeRequest& request, bool with_residual_out) {
+  PrepareTensor(kResponseOutputField, request.input(), output_);
+  if (with_residual_out)
+    PrepareTensor(kResponseResidualOutField, request.residual(), residual_out_);
+  request_id_ = request.request_id();
+}
+
+grpc::ByteBuffer ResponseWire::Finish(const LaunchReport& report) {
+  // request_id and timing, encoded by protobuf as a response of their own: concatenated messages
+  // parse as one with the fields of both.
+  normd::v1::NormalizeResponse rest;
+  rest.set_request_id(std::move(request_id_));
+  normd::v1::Timing* timing = rest.mutable_timing();
+  timing->set_queue_us(absl::ToInt64Microseconds(report.queue_wait));
+  timing->set_compute_us(absl::ToInt64Microseconds(report.compute));
+  timing->set_batch_rows(report.batch_rows);
+  timing->set_batch_requests(report.batch_requests);
+
+  std::vector<grpc::Slice> slices;
+  slices.reserve(5);
+  for (TensorField* field : {&output_, &residual_out_}) {
+    if (field->data == nullptr) continue;
+    slices.emplace_back(field->head);
+    slices.push_back(std::move(field->bytes));
+    field->data = nullptr;
+  }
+  slices.emplace_back(rest.SerializeAsString());
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+}  // namespace normd
