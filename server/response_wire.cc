@@ -1,6 +1,7 @@
 #include "server/response_wire.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <cstdlib>
 #include <new>
@@ -30,6 +31,21 @@ void AppendVarint(uint64_t value, std::string& out) {
 
 size_t VarintSize(uint64_t value) {
   return google::protobuf::io::CodedOutputStream::VarintSize64(value);
+}
+
+void* SizeLike(const normd::v1::Tensor& like, normd::v1::Tensor& out) {
+  out.set_dtype(like.dtype());
+  *out.mutable_shape() = like.shape();
+  std::string* data = out.mutable_data();
+  data->resize(like.data().size());
+  return data->data();
+}
+
+void FillTiming(const LaunchReport& report, normd::v1::Timing& timing) {
+  timing.set_queue_us(absl::ToInt64Microseconds(report.queue_wait));
+  timing.set_compute_us(absl::ToInt64Microseconds(report.compute));
+  timing.set_batch_rows(report.batch_rows);
+  timing.set_batch_requests(report.batch_requests);
 }
 
 }  // namespace
@@ -63,6 +79,17 @@ void ResponseWire::PrepareTensor(int field_number, const normd::v1::Tensor& like
 }
 
 void ResponseWire::Prepare(const normd::v1::NormalizeRequest& request, bool with_residual_out) {
+  const bool large =
+      request.input().data().size() >= kMaxReferencedDataBytes ||
+      (with_residual_out && request.residual().data().size() >= kMaxReferencedDataBytes);
+  if (large) {
+    message_ = std::make_unique<normd::v1::NormalizeResponse>();
+    message_->set_request_id(request.request_id());
+    output_.data = SizeLike(request.input(), *message_->mutable_output());
+    if (with_residual_out)
+      residual_out_.data = SizeLike(request.residual(), *message_->mutable_residual_out());
+    return;
+  }
   PrepareTensor(kResponseOutputField, request.input(), output_);
   if (with_residual_out)
     PrepareTensor(kResponseResidualOutField, request.residual(), residual_out_);
@@ -70,15 +97,21 @@ void ResponseWire::Prepare(const normd::v1::NormalizeRequest& request, bool with
 }
 
 grpc::ByteBuffer ResponseWire::Finish(const LaunchReport& report) {
+  if (message_ != nullptr) {
+    FillTiming(report, *message_->mutable_timing());
+    grpc::ByteBuffer bytes;
+    bool own_buffer = false;
+    grpc::SerializationTraits<normd::v1::NormalizeResponse>::Serialize(*message_, &bytes,
+                                                                       &own_buffer);
+    message_.reset();
+    output_.data = residual_out_.data = nullptr;
+    return bytes;
+  }
   // request_id and timing, encoded by protobuf as a response of their own: concatenated messages
   // parse as one with the fields of both.
   normd::v1::NormalizeResponse rest;
   rest.set_request_id(std::move(request_id_));
-  normd::v1::Timing* timing = rest.mutable_timing();
-  timing->set_queue_us(absl::ToInt64Microseconds(report.queue_wait));
-  timing->set_compute_us(absl::ToInt64Microseconds(report.compute));
-  timing->set_batch_rows(report.batch_rows);
-  timing->set_batch_requests(report.batch_requests);
+  FillTiming(report, *rest.mutable_timing());
 
   std::vector<grpc::Slice> slices;
   slices.reserve(5);

@@ -10,6 +10,15 @@
 // normd.v1.NormalizeResponse a client would get from protobuf's own serializer (field order aside,
 // which the wire format leaves free).
 //
+// Except for responses with a tensor of kMaxReferencedDataBytes or more, which are built by
+// protobuf as before. Such buffers are at glibc's mmap threshold (server/main.cc sets it to 32 MiB,
+// its largest), so malloc maps them fresh unless its heap holds a free chunk that large, and every
+// 4 KiB page then faults while the output is written. Protobuf's serializer copies a response into
+// 1 MiB slices from the heap, which (as measured, not by design) leaves the heap holding such
+// chunks; with the outputs referenced instead, each 32 MiB request cost two fresh mappings (its
+// output, and the request's bytes when parsed), at 0.79x the throughput on the development VM and
+// about twice the server time on the H200 (docs/BENCHMARKS.md, 2026-11-30).
+//
 // Threads: one owner at a time (the call's reactor, then the worker that writes the outputs); not
 // synchronized.
 #ifndef NORMD_SERVER_RESPONSE_WIRE_H_
@@ -19,6 +28,7 @@
 #include <grpcpp/support/slice.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "normd/v1/normd.pb.h"
@@ -28,6 +38,8 @@ namespace normd {
 
 class ResponseWire {
  public:
+  static constexpr size_t kMaxReferencedDataBytes = size_t{32} << 20;
+
   ResponseWire() = default;
   ResponseWire(const ResponseWire&) = delete;
   ResponseWire& operator=(const ResponseWire&) = delete;
@@ -57,6 +69,8 @@ class ResponseWire {
   TensorField output_;
   TensorField residual_out_;
   std::string request_id_;
+  // Set instead of the fields above for a response built by protobuf (a tensor that large).
+  std::unique_ptr<normd::v1::NormalizeResponse> message_;
 };
 
 }  // namespace normd

@@ -2,14 +2,15 @@
 // response normd used to build with protobuf itself: output and residual_out with the request's
 // dtype, shape and the bytes written through output()/residual_out(), the request_id, and the
 // launch's timing. The cases cover the lengths where a varint grows (127/128 bytes, 16 KiB),
-// tensors of one element, shapes of several dimensions, an empty request_id and requests with and
-// without a residual.
+// tensors of one element, shapes of several dimensions, an empty request_id, requests with and
+// without a residual, and responses at and just under the size from which protobuf builds them.
 #include "server/response_wire.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -30,12 +31,15 @@ std::string FlattenBytes(const grpc::ByteBuffer& buffer) {
 }
 
 normd::v1::Tensor RandomTensor(normd::v1::DType dtype, const std::vector<int64_t>& shape,
-                               size_t data_bytes, std::mt19937& random) {
+                               size_t data_bytes, std::mt19937_64& random) {
   normd::v1::Tensor tensor;
   tensor.set_dtype(dtype);
   for (int64_t d : shape) tensor.add_shape(d);
   std::string data(data_bytes, '\0');
-  for (char& c : data) c = static_cast<char>(random());
+  for (size_t i = 0; i < data_bytes; i += 8) {
+    const uint64_t word = random();
+    std::memcpy(&data[i], &word, std::min<size_t>(8, data_bytes - i));
+  }
   tensor.set_data(std::move(data));
   return tensor;
 }
@@ -61,6 +65,18 @@ const Case kCases[] = {
      "req-128"},
     {"16 KiB (three-byte length)", normd::v1::DTYPE_FLOAT16, {2, 4, 2048}, 16384, true, "id"},
     {"512 KiB, 64 x 4096 bf16", normd::v1::DTYPE_BFLOAT16, {64, 4096}, 64 * 4096 * 2, false, ""},
+    {"32 MiB, 4096 x 4096 bf16: built by protobuf (ResponseWire::kMaxReferencedDataBytes)",
+     normd::v1::DTYPE_BFLOAT16,
+     {4096, 4096},
+     ResponseWire::kMaxReferencedDataBytes,
+     true,
+     "big"},
+    {"one byte under that, referenced",
+     normd::v1::DTYPE_BFLOAT16,
+     {1},
+     ResponseWire::kMaxReferencedDataBytes - 1,
+     false,
+     "odd"},
     {"three dimensions and a request_id of over 127 bytes",
      normd::v1::DTYPE_FLOAT32,
      {3, 1, 5},
@@ -72,7 +88,7 @@ const Case kCases[] = {
 };
 
 TEST(ResponseWireTest, ParsesAsTheResponseProtobufWouldHaveBuilt) {
-  std::mt19937 random(11);
+  std::mt19937_64 random(11);
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
     normd::v1::NormalizeRequest request;
@@ -116,7 +132,7 @@ TEST(ResponseWireTest, ParsesAsTheResponseProtobufWouldHaveBuilt) {
 TEST(ResponseWireTest, AResponseNeverFinishedFreesItsBuffers) {
   // Under ASan/LSan (CI's asan preset) a buffer kept alive past the object would be reported as a
   // leak.
-  std::mt19937 random(12);
+  std::mt19937_64 random(12);
   normd::v1::NormalizeRequest request;
   *request.mutable_input() = RandomTensor(normd::v1::DTYPE_FLOAT32, {4, 256}, 4096, random);
   *request.mutable_residual() = RandomTensor(normd::v1::DTYPE_FLOAT32, {4, 256}, 4096, random);
@@ -127,7 +143,7 @@ TEST(ResponseWireTest, AResponseNeverFinishedFreesItsBuffers) {
 }
 
 TEST(ResponseWireTest, TheFinishedBytesOutliveTheWire) {
-  std::mt19937 random(13);
+  std::mt19937_64 random(13);
   normd::v1::NormalizeRequest request;
   *request.mutable_input() = RandomTensor(normd::v1::DTYPE_BFLOAT16, {8, 512}, 8192, random);
   grpc::ByteBuffer bytes;
