@@ -74,7 +74,8 @@ void ResponseWire::PrepareTensor(int field_number, const normd::v1::Tensor& like
   // frees them when gRPC drops its last reference, after sending, or when this object goes unsent.
   void* data = std::malloc(data_bytes == 0 ? 1 : data_bytes);
   if (data == nullptr) throw std::bad_alloc();
-  field.bytes = grpc::Slice(data, data_bytes, std::free);
+  // (A lambda, not std::free itself: the standard does not promise that its address may be taken.)
+  field.bytes = grpc::Slice(data, data_bytes, [](void* bytes) { std::free(bytes); });
   field.data = data;
 }
 
