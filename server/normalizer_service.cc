@@ -31,7 +31,6 @@ void FinishUnary(grpc::ServerUnaryReactor* reactor, ServerMetrics* metrics, cons
 class UnaryCallReactor : public grpc::ServerUnaryReactor {
  public:
   explicit UnaryCallReactor(Scheduler& scheduler) : scheduler_(scheduler) {}
-  ~UnaryCallReactor() override = default;
   // Set before submitting (the answer may come before Submit returns); zero if it was refused.
   void set_held_bytes(int64_t bytes) { held_bytes_.store(bytes, std::memory_order_relaxed); }
   void OnDone() override {

@@ -33,9 +33,15 @@ size_t VarintSize(uint64_t value) {
   return google::protobuf::io::CodedOutputStream::VarintSize64(value);
 }
 
-void* SizeLike(const normd::v1::Tensor& like, normd::v1::Tensor& out) {
+// What an output tensor takes from the request's tensor it is shaped like: everything but the data.
+void CopyDtypeAndShape(const normd::v1::Tensor& like, normd::v1::Tensor& out) {
   out.set_dtype(like.dtype());
   *out.mutable_shape() = like.shape();
+}
+
+// Sizes `out`'s data field like `like`'s (zero-filled) and returns where it starts.
+void* SizeLike(const normd::v1::Tensor& like, normd::v1::Tensor& out) {
+  CopyDtypeAndShape(like, out);
   std::string* data = out.mutable_data();
   data->resize(like.data().size());
   return data->data();
@@ -55,8 +61,7 @@ void ResponseWire::PrepareTensor(int field_number, const normd::v1::Tensor& like
   // The tensor's own fields but its data, encoded by protobuf; the data field then goes last (the
   // wire format lets a message's fields come in any order).
   normd::v1::Tensor meta;
-  meta.set_dtype(like.dtype());
-  *meta.mutable_shape() = like.shape();
+  CopyDtypeAndShape(like, meta);
   const std::string meta_bytes = meta.SerializeAsString();
   const size_t data_bytes = like.data().size();
   const size_t message_bytes = meta_bytes.size() +

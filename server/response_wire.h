@@ -62,14 +62,15 @@ class ResponseWire {
   struct TensorField {
     std::string head;   // field tag, message length, dtype, shape, the data field's tag and length
     grpc::Slice bytes;  // owns `data`
-    void* data = nullptr;
+    void* data = nullptr;  // where the executor writes: `bytes`, or message_'s data field
   };
   static void PrepareTensor(int field_number, const normd::v1::Tensor& like, TensorField& field);
 
   TensorField output_;
   TensorField residual_out_;
   std::string request_id_;
-  // Set instead of the fields above for a response built by protobuf (a tensor that large).
+  // Set for a response built by protobuf (a tensor that large): the fields' `data` then point into
+  // it, and their `head` and `bytes`, and request_id_, stay empty.
   std::unique_ptr<normd::v1::NormalizeResponse> message_;
 };
 
