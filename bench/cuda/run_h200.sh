@@ -6,6 +6,8 @@
 #   compare    compare_kernels.py (PyTorch, torch.compile, Triton)    -> compare.log, compare.csv
 #   staging    normd_staging_bench: packing pinned staging three ways, then upload or zero copy -> staging.log
 #   sanitizer  compute-sanitizer memcheck + racecheck on a reduced test filter -> sanitizer.log
+#   probe      torch.compile's generated kernels at PROBE_SHAPES, and ncu counters of them and of
+#              ours at the same shapes                                -> inductor_code.log, ncu_*.txt
 # Usage (from the repository root, after bundling into .gpu/ as docs/KERNELS.md, "Build and run", says):
 #   STEPS="tests bench compare" bench/cuda/run_h200.sh
 set -uo pipefail
@@ -60,5 +62,25 @@ if has sanitizer; then
       --gtest_filter='RmsNormCuda.NanConfinedToItsRow:RmsNormCudaBatched.MixedSegmentsInOneLaunch:RmsNormCudaStaged.InPlace'
     echo "racecheck rc=$?"
   } 2>&1 | tee "$OUT/sanitizer.log" | tail -12
+fi
+if has probe; then
+  # dtype:mode:ROWSxH; ours and torch.compile's kernels at each, one profiled launch each.
+  PROBE_SHAPES=${PROBE_SHAPES:-bf16:plain:1024x4096,bf16:plain:65536x8192,bf16:fused:65536x4096,bf16:plain:16384x7168}
+  stamp "probe: inductor code"
+  TORCH_LOGS=output_code timeout 240 python3 "$bench_dir/inductor_probe.py" --shapes "$PROBE_SHAPES" --calls 3 \
+    > "$OUT/inductor_code.log" 2>&1; echo "inductor probe rc=$?"
+  sections=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy
+            --section SchedulerStats --section WarpStateStats)
+  for spec in ${PROBE_SHAPES//,/ }; do
+    IFS=: read -r dt mode dims <<< "$spec"
+    tag="${dt}_${mode}_${dims}"
+    stamp "probe: ncu $tag"
+    timeout 150 ncu --clock-control none --kernel-name regex:triton --launch-skip 2 --launch-count 1 \
+      "${sections[@]}" python3 "$bench_dir/inductor_probe.py" --shapes "$spec" --calls 4 \
+      > "$OUT/ncu_compile_$tag.txt" 2>&1; echo "ncu compile $tag rc=$?"
+    timeout 150 ncu --clock-control none --kernel-name regex:RmsNorm --launch-skip 30 --launch-count 1 \
+      "${sections[@]}" normd_kernel_bench --dtypes "$dt" --modes "$mode" --rows "${dims%x*}" --hidden "${dims#*x}" \
+      > "$OUT/ncu_ours_$tag.txt" 2>&1; echo "ncu ours $tag rc=$?"
+  done
 fi
 stamp done

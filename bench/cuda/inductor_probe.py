@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""What torch.compile does for RMSNorm at a few shapes: its generated kernels, and a run of them for ncu.
+
+Compiles compare_kernels.py's eager formulas (plain, and x + r followed by the norm) with
+torch.compile(dynamic=False) for each shape given, runs each compiled function --calls times on
+one set of random inputs, and exits. Run it with TORCH_LOGS=output_code to get Inductor's Triton
+source (kernel configuration: rows per program, warps, eviction policies) on stderr, or under ncu
+to read the kernels' counters beside ours (bench/cuda/run_h200.sh, step "probe").
+
+    python3 bench/cuda/inductor_probe.py --shapes bf16:plain:1024x4096,bf16:fused:65536x4096
+"""
+import argparse
+import sys
+
+import torch
+
+from compare_kernels import eager_fused, eager_plain
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", required=True, help="dtype:mode:ROWSxH, comma separated")
+    ap.add_argument("--calls", type=int, default=20)
+    args = ap.parse_args()
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 100000)
+    compiled_plain = torch.compile(eager_plain, dynamic=False)
+    compiled_fused = torch.compile(eager_fused, dynamic=False)
+    for spec in args.shapes.split(","):
+        dname, mode, dims = spec.split(":")
+        rows, hidden = (int(v) for v in dims.split("x"))
+        dt = DTYPES[dname]
+        torch.manual_seed(rows + hidden)
+        x = torch.randn(rows, hidden, device="cuda", dtype=dt)
+        w = torch.rand(hidden, device="cuda", dtype=dt) + 0.5
+        print(f"# {spec}", flush=True)
+        if mode == "fused":
+            r = torch.randn(rows, hidden, device="cuda", dtype=dt)
+            for _ in range(args.calls):
+                compiled_fused(x, r, w)
+        else:
+            for _ in range(args.calls):
+                compiled_plain(x, w)
+        torch.cuda.synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
