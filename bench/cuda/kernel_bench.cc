@@ -4,17 +4,18 @@
 // launches once over each of S buffer sets (S chosen so one sample touches >= 240 MB, 4x the H200's
 // 60 MB L2, so the data come from HBM) and the per-launch time is the sample over S; the figure is
 // the median of >= 100 samples after warm-up. For rows <= 128, 20 launches are captured in one CUDA
-// graph on one (L2-resident) buffer set and replayed; the figure is the median replay over 20, with
-// and without programmatic dependent launch. Bytes: 2*rows*H*size + H*wsize plain, 4*rows*H*size +
-// H*wsize fused add. A device-to-device copy (1 GiB, bytes read + written) is timed in the same
-// run.
+// graph on one (L2-resident) buffer set and replayed; the figure is the median replay over 20. Both
+// ways are timed with programmatic dependent launch (column us) and without (us_no_pdl). Bytes:
+// 2*rows*H*size + H*wsize plain, 4*rows*H*size + H*wsize fused add. A device-to-device copy (1 GiB,
+// bytes read + written) is timed in the same run.
 //
 //   normd_kernel_bench [--dtypes bf16,fp16,fp32] [--rows 1,8,...] [--hidden 1024,...]
 //                      [--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on]
-//                      [--stages 0,2,4] [--two-pass]
+//                      [--stages 0,2,4] [--two-pass] [--lean auto,off,on]
 // --staging times each shape once per listed choice of RmsNormOptions::staging, side by side (an
 // A/B of the staged and the register kernels in one run); --stages likewise for the staged
-// kernel's stage count (0 = as many as fit); --two-pass adds a run of the two-pass kernel. The
+// kernel's stage count (0 = as many as fit), --lean for RmsNormOptions::lean_two_pass (on: the lean
+// two-pass kernel forced); --two-pass adds a run of the two-pass kernel. The
 // kernel column says which kernel ran: GxN for the register kernel, "staged GxN Rr Ss" for the
 // staged one.
 #include <cuda_runtime_api.h>
@@ -127,8 +128,8 @@ double DeviceCopyTBs(const Pool& pool) {
 }
 
 struct Result {
-  double us = 0;
-  double us_nopdl = 0;  // graph mode: the same graph without programmatic dependent launch
+  double us = 0;        // with programmatic dependent launch
+  double us_nopdl = 0;  // the same launches without it
   int sets = 0;
   bool ok = true;
 };
@@ -214,17 +215,24 @@ Result TimeShape(const Pool& pool, DType dtype, int64_t rows, int64_t hidden, bo
       cudaGraphDestroy(g);
     }
   } else {
-    normd::cuda::RmsNormOptions o = base_options;
-    auto pass = [&] {
-      for (int s = 0; s < sets; ++s) {
-        const cudaError_t e = normd::cuda::RmsNorm(dtype, hidden, segs[s], stream, o);
-        if (e != cudaSuccess) {
-          std::fprintf(stderr, "launch: %s\n", cudaGetErrorString(e));
-          std::exit(1);
+    // Back-to-back launches over the rotated sets, with programmatic dependent launch (each
+    // launch's blocks are scheduled while the previous launch drains; they wait for it before
+    // reading) and without (each launch starts when the previous has finished).
+    for (const bool pdl : {true, false}) {
+      normd::cuda::RmsNormOptions o = base_options;
+      o.programmatic_dependent_launch = pdl;
+      o.weight_before_dependency_wait = pdl;
+      auto pass = [&] {
+        for (int s = 0; s < sets; ++s) {
+          const cudaError_t e = normd::cuda::RmsNorm(dtype, hidden, segs[s], stream, o);
+          if (e != cudaSuccess) {
+            std::fprintf(stderr, "launch: %s\n", cudaGetErrorString(e));
+            std::exit(1);
+          }
         }
-      }
-    };
-    res.us = time_region(pass, kSamples, 3) / sets;
+      };
+      (pdl ? res.us : res.us_nopdl) = time_region(pass, kSamples, 3) / sets;
+    }
   }
   CHECK_CUDA(cudaGetLastError());
   cudaEventDestroy(a);
@@ -250,6 +258,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> stagings = {"auto"};
   std::vector<int64_t> stage_counts = {0};
   bool two_pass = false;
+  std::vector<std::string> leans = {"auto"};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -271,11 +280,13 @@ int main(int argc, char** argv) {
       stage_counts = ParseInts(next());
     else if (arg == "--two-pass")
       two_pass = true;
+    else if (arg == "--lean")
+      leans = ParseStrings(next());
     else {
       std::fprintf(stderr,
                    "usage: %s [--dtypes bf16,fp16,fp32] [--rows ...] [--hidden ...] "
                    "[--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on] "
-                   "[--stages 0,2,...] [--two-pass]\n",
+                   "[--stages 0,2,...] [--two-pass] [--lean auto,off,on]\n",
                    argv[0]);
       return 2;
     }
@@ -313,17 +324,28 @@ int main(int argc, char** argv) {
           std::vector<normd::cuda::RmsNormOptions> variants;
           for (const std::string& staging : stagings) {
             for (const int64_t stages : stage_counts) {
-              normd::cuda::RmsNormOptions o;
-              o.staging = staging == "on"    ? normd::cuda::RmsNormOptions::Staging::kOn
-                          : staging == "off" ? normd::cuda::RmsNormOptions::Staging::kOff
-                                             : normd::cuda::RmsNormOptions::Staging::kAuto;
-              o.staged_stages = static_cast<int>(stages);
-              variants.push_back(o);
+              for (const std::string& lean : leans) {
+                normd::cuda::RmsNormOptions o;
+                o.staging = staging == "on"    ? normd::cuda::RmsNormOptions::Staging::kOn
+                            : staging == "off" ? normd::cuda::RmsNormOptions::Staging::kOff
+                                               : normd::cuda::RmsNormOptions::Staging::kAuto;
+                o.staged_stages = static_cast<int>(stages);
+                using Lean = normd::cuda::RmsNormOptions::LeanTwoPass;
+                o.lean_two_pass = lean == "on"    ? Lean::kOn
+                                  : lean == "off" ? Lean::kOff
+                                                  : Lean::kAuto;
+                // Forcing the lean kernel: not the staged one either.
+                if (o.lean_two_pass == Lean::kOn)
+                  o.staging = normd::cuda::RmsNormOptions::Staging::kOff;
+                variants.push_back(o);
+              }
             }
           }
           if (two_pass) {
             normd::cuda::RmsNormOptions o;
             o.two_pass = true;
+            o.staging = normd::cuda::RmsNormOptions::Staging::kOff;
+            o.lean_two_pass = normd::cuda::RmsNormOptions::LeanTwoPass::kOff;
             variants.push_back(o);
           }
           if (sweep) {
@@ -350,7 +372,8 @@ int main(int argc, char** argv) {
               std::snprintf(kernel, sizeof kernel, "staged %dx%d R%d S%d", staged.threads_per_row,
                             staged.vectors_per_thread, staged.rows_per_tile, staged.stages);
             } else if (shape.two_pass) {
-              std::snprintf(kernel, sizeof kernel, "two-pass %d", shape.threads_per_row);
+              std::snprintf(kernel, sizeof kernel, "%s %d",
+                            shape.lean ? "lean two-pass" : "two-pass", shape.threads_per_row);
             } else {
               std::snprintf(kernel, sizeof kernel, "%dx%d%s", shape.threads_per_row,
                             shape.vectors_per_thread, tag.c_str());

@@ -112,7 +112,21 @@ cudaError_t LaunchTyped(const KernelParams& params, const KernelShape& shape, bo
   void (*kernel)(KernelParams) = nullptr;
   const bool early = blocks <= kLatencyBoundBlocks;
   if (shape.two_pass) {
-    kernel = internal::RmsNormTwoPassKernel<T>;
+    if (shape.lean) {
+      // One segment of 16-bit weights like its input: the kernel that knows it (see WeightKind).
+      constexpr auto kLike = internal::WeightKind::kLikeInput;
+      const bool like_input = sizeof(T) == 2 && params.table == nullptr &&
+                              params.single.weight_dtype != DType::kFloat32;
+      if (like_input) {
+        kernel = residual ? internal::RmsNormTwoPassKernel<T, true, true, kLike>
+                          : internal::RmsNormTwoPassKernel<T, true, false, kLike>;
+      } else {
+        kernel = residual ? internal::RmsNormTwoPassKernel<T, true, true>
+                          : internal::RmsNormTwoPassKernel<T, true, false>;
+      }
+    } else {
+      kernel = internal::RmsNormTwoPassKernel<T>;
+    }
   } else if (early) {
     kernel = residual ? RowKernelFor<T, true, true>(shape.vectors_per_thread)
                       : RowKernelFor<T, true, false>(shape.vectors_per_thread);
@@ -240,6 +254,22 @@ bool LaunchStagedIfChosen(DType dtype, const KernelParams& params, const RmsNorm
   return false;
 }
 
+// Where the lean two-pass kernel beat the register kernel (and the staged one) in every run on the
+// H200, at rows >= 4096 (docs/KERNELS.md "v6", bench/cuda/results/h200_2026-11-30_lean_v3): 16-bit
+// with a residual at H 1024, 4096, 8192 (and 7168 from 16384 rows), fp32 with a residual at H 1024
+// and 4096 (and 3000 from 16384 rows), fp32 plain at H 4096, 7168, 8192. Elsewhere it lost: 16-bit
+// plain rows everywhere (0.7-0.9x), H 5120 (a second, mostly idle iteration per pass), H 16384.
+// Other H keep the register kernel: the rule is what was measured, not a model.
+bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
+  if (rows < 4096) return false;
+  if (dtype == DType::kFloat32) {
+    if (!residual) return hidden == 4096 || hidden == 7168 || hidden == 8192;
+    return hidden == 1024 || hidden == 4096 || (hidden == 3000 && rows >= 16384);
+  }
+  if (!residual) return false;
+  return hidden == 1024 || hidden == 4096 || hidden == 8192 || (hidden == 7168 && rows >= 16384);
+}
+
 // residual: whether any segment may carry a residual (always true for a device table).
 cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNormOptions& options,
                    cudaStream_t stream) {
@@ -267,6 +297,21 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
                               const RmsNormOptions& options) {
   KernelShape shape;
   if (!ValidDType(dtype) || hidden < 1 || hidden > kMaxHidden) return shape;
+  const bool overridden =
+      options.two_pass || options.threads_per_row != 0 || options.vectors_per_thread != 0;
+  if (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
+      (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kAuto && !overridden &&
+       LeanTwoPassWins(dtype, hidden, rows, residual))) {
+    // One vector per thread per pass where the row allows, in whole warps, at most 512 threads.
+    const int64_t vectors = CeilDiv(hidden, 16 / static_cast<int64_t>(ItemSize(dtype)));
+    shape.two_pass = true;
+    shape.lean = true;
+    shape.threads_per_row = static_cast<int>(std::min<int64_t>(
+        internal::kTwoPassThreads, std::max<int64_t>(32, CeilDiv(vectors, 32) * 32)));
+    shape.rows_per_block = 1;
+    shape.threads_per_block = shape.threads_per_row;
+    return shape;
+  }
   if (hidden > kRegisterMaxHidden || options.two_pass) {
     shape.two_pass = true;
     shape.threads_per_row = internal::kTwoPassThreads;
@@ -402,7 +447,12 @@ cudaError_t RmsNormBatched(const RmsNormLaunch& launch, cudaStream_t stream,
   params.hidden = launch.hidden;
   params.total_rows = launch.total_rows;
   params.weight_before_wait = 0;  // the weight pointer itself comes from the table
-  return Launch(launch.dtype, params, /*residual=*/true, options, stream);
+  // The lean kernel's automatic choice was measured on single segments only.
+  RmsNormOptions batched_options = options;
+  if (batched_options.lean_two_pass == RmsNormOptions::LeanTwoPass::kAuto) {
+    batched_options.lean_two_pass = RmsNormOptions::LeanTwoPass::kOff;
+  }
+  return Launch(launch.dtype, params, /*residual=*/true, batched_options, stream);
 }
 
 cudaError_t RmsNorm(DType dtype, int64_t hidden, const RmsNormSegment& segment,

@@ -56,11 +56,20 @@ struct RmsNormOptions {
   // Tuning override for benchmarks: the two-pass kernel (the row read twice, the second time
   // mostly from L2) even where the row would fit the register kernel.
   bool two_pass = false;
+  // Whether to run the lean two-pass kernel (one block of up to 512 threads per row, at most 32
+  // registers so that four such blocks share a multiprocessor; the row is read twice, the second
+  // time from L1/L2, with Triton's eviction hints). kAuto takes it for single-segment launches of
+  // the shapes where it measured faster than the register kernel on the H200 (LeanTwoPassWins in
+  // rmsnorm_cuda.cu, docs/KERNELS.md "v6"); kOn forces it (tests, benchmarks); batched launches
+  // never take it under kAuto.
+  enum class LeanTwoPass { kAuto, kOff, kOn };
+  LeanTwoPass lean_two_pass = LeanTwoPass::kAuto;
 };
 
 // The kernel shape the launchers pick for a hidden size (exposed for benchmarks and notes).
 struct KernelShape {
   bool two_pass = false;       // true for hidden > 16384: one block per row, the row read twice
+  bool lean = false;           // two_pass only: the lean variant (RmsNormOptions::LeanTwoPass)
   int threads_per_row = 0;     // G
   int vectors_per_thread = 0;  // register path only
   int rows_per_block = 0;

@@ -101,6 +101,29 @@ __device__ __forceinline__ float GroupSum(float v, int group_threads, float* war
   return total;
 }
 
+// 1 / sqrt(sum of `v` over the block / hidden + eps), for a block of `block_threads` (a multiple of
+// 32) working on one row: each warp sums its lanes, warp 0 sums the warps' sums in a fixed order
+// and computes the scale, which every thread reads back. Deterministic like GroupSum, and the
+// division and root are done once per block instead of once per thread.
+__device__ __forceinline__ float BlockInvRms(float v, int block_threads, float* warp_sums,
+                                             float* block_result, float hidden, float eps) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, offset);
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float total = lane < (block_threads >> 5) ? warp_sums[lane] : 0.0f;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1)
+      total += __shfl_xor_sync(0xFFFFFFFFu, total, offset);
+    if (lane == 0) *block_result = 1.0f / sqrtf(total / hidden + eps);
+  }
+  __syncthreads();
+  return *block_result;
+}
+
 // What the kernel knows of the weights' dtype when it is compiled. kEither: fp32 or the input's
 // dtype, read from the segment at run time (batched launches, whose segments may differ), with room
 // for fp32 weights in registers. kLikeInput: the input's dtype, known by the launcher: for 16-bit
@@ -391,24 +414,66 @@ __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeig
   }
 }
 
+// How the two-pass kernel reads a row. kPlain: ordinary loads in both passes. kKeep (first pass of
+// the lean kernel) and kLastUse (its second pass): see LoadVecKeep.
+enum class RowRead { kPlain, kKeep, kLastUse };
+
+// The L2 policy a read of kind kRead attaches (unused for kPlain).
+template <RowRead kRead>
+__device__ __forceinline__ uint64_t RowReadPolicy() {
+  if constexpr (kRead == RowRead::kKeep) {
+    return L2EvictLastPolicy();
+  } else if constexpr (kRead == RowRead::kLastUse) {
+    return L2EvictFirstPolicy();
+  } else {
+    return 0;
+  }
+}
+
+template <RowRead kRead>
+__device__ __forceinline__ uint4 LoadRowVec(const void* base, int64_t idx, uint64_t policy) {
+  if constexpr (kRead == RowRead::kKeep) {
+    return LoadVecKeep(base, idx, policy);
+  } else if constexpr (kRead == RowRead::kLastUse) {
+    return LoadVecLastUse(base, idx, policy);
+  } else {
+    return LoadVec(base, idx);
+  }
+}
+
 // h for vector j of a row (x + r, unrounded), or the element-path equivalent for element e.
-template <typename T>
+template <typename T, RowRead kRead = RowRead::kPlain>
 __device__ __forceinline__ void LoadHVec(const RmsNormSegment& s, bool has_residual, int64_t idx,
-                                         float (&h)[kVecElems<T>]) {
-  UnpackVec<T>(LoadVec(s.input, idx), h);
+                                         float (&h)[kVecElems<T>], uint64_t policy = 0) {
+  UnpackVec<T>(LoadRowVec<kRead>(s.input, idx, policy), h);
   if (has_residual) {
     float r[kVecElems<T>];
-    UnpackVec<T>(LoadVec(s.residual, idx), r);
+    UnpackVec<T>(LoadRowVec<kRead>(s.residual, idx, policy), r);
 #pragma unroll
     for (int v = 0; v < kVecElems<T>; ++v) h[v] += r[v];
   }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kTwoPassThreads, 2)
+// One block per row: the sum of squares over the row, then the row read again for the output.
+// kLean = false (H > 16384 by default): 16 elements per thread per iteration, two blocks of 512
+// threads per multiprocessor; the second read comes mostly from L2. kLean = true: at most 32
+// registers, so four blocks of 512 threads (a full multiprocessor) are resident, two 16-byte
+// vectors per thread per iteration in the first pass and one in the second; the first read marks
+// the row's lines to be kept (L1 and L2) and the second takes them from there (the structure and
+// cache hints of the kernel torch.compile's Inductor generates for this formula). kResidual =
+// false: the launch carries no residuals, and the kernel has no instructions for them (they cost
+// the lean kernel issue slots even when predicated off). kW: see WeightKind.
+template <typename T, bool kLean = false, bool kResidual = true,
+          WeightKind kW = WeightKind::kEither>
+__global__ void __launch_bounds__(kTwoPassThreads, kLean ? 4 : 2)
     RmsNormTwoPassKernel(const __grid_constant__ KernelParams p) {
   constexpr int kV = kVecElems<T>;
-  constexpr int kU = kTwoPassUnroll<T>;
+  // Vectors per thread per iteration: the first pass of the lean kernel issues two before it uses
+  // either (its values are summed and dropped at once); its second pass keeps one.
+  constexpr int kU1 = kLean ? 2 : kTwoPassUnroll<T>;
+  constexpr int kU = kLean ? 1 : kTwoPassUnroll<T>;
+  constexpr RowRead kFirstRead = kLean ? RowRead::kKeep : RowRead::kPlain;
+  constexpr RowRead kSecondRead = kLean ? RowRead::kLastUse : RowRead::kPlain;
   __shared__ float warp_sums[kTwoPassThreads / 32];
   const int G = static_cast<int>(blockDim.x);
   const int t = static_cast<int>(threadIdx.x);
@@ -420,19 +485,21 @@ __global__ void __launch_bounds__(kTwoPassThreads, 2)
   int64_t local = 0;
   const bool active = ResolveRow(p, blockIdx.x, seg, local);
   const bool vec = active && CanVectorize<T>(seg, H);
-  const bool has_residual = active && seg.residual != nullptr;
+  const bool has_residual = kResidual && active && seg.residual != nullptr;
   const int64_t nv = H / kV;
 
+  const uint64_t first_policy = RowReadPolicy<kFirstRead>();
+  const uint64_t second_policy = RowReadPolicy<kSecondRead>();
   float sum_squares = 0.0f;
   if (vec) {
     const int64_t base = local * nv;
-    for (int64_t j0 = t; j0 < nv; j0 += static_cast<int64_t>(kU) * G) {
-      float h[kU][kV];
+    for (int64_t j0 = t; j0 < nv; j0 += static_cast<int64_t>(kU1) * G) {
+      float h[kU1][kV];
 #pragma unroll
-      for (int u = 0; u < kU; ++u) {
+      for (int u = 0; u < kU1; ++u) {
         const int64_t j = j0 + static_cast<int64_t>(u) * G;
         if (j < nv) {
-          LoadHVec<T>(seg, has_residual, base + j, h[u]);
+          LoadHVec<T, kFirstRead>(seg, has_residual, base + j, h[u], first_policy);
 #pragma unroll
           for (int v = 0; v < kV; ++v) sum_squares = fmaf(h[u][v], h[u][v], sum_squares);
         }
@@ -446,22 +513,32 @@ __global__ void __launch_bounds__(kTwoPassThreads, 2)
       sum_squares = fmaf(x, x, sum_squares);
     }
   }
-  const float total = GroupSum(sum_squares, G, warp_sums);
-  if (!active) return;
-  const float inv_rms = 1.0f / sqrtf(total / static_cast<float>(H) + seg.eps);
+  float inv_rms;
+  if constexpr (kLean) {
+    // With one vector per thread, per-thread work per row is what limits (ncu: the issue slots were
+    // 85-92% busy): warp 0 finishes the sum and computes the scale once for the block.
+    __shared__ float block_inv_rms;
+    inv_rms = BlockInvRms(sum_squares, G, warp_sums, &block_inv_rms, static_cast<float>(H),
+                          active ? seg.eps : 0.0f);
+    if (!active) return;
+  } else {
+    const float total = GroupSum(sum_squares, G, warp_sums);
+    if (!active) return;
+    inv_rms = 1.0f / sqrtf(total / static_cast<float>(H) + seg.eps);
+  }
   const float offset = seg.weight_offset;
 
   if (vec) {
     const int64_t base = local * nv;
     for (int64_t j0 = t; j0 < nv; j0 += static_cast<int64_t>(kU) * G) {
       float h[kU][kV];
-      uint4 wraw[kU][kFp32WeightVecs<T>];
+      uint4 wraw[kU][kWeightVecs<T, kW>];
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
         const int64_t j = j0 + static_cast<int64_t>(u) * G;
         if (j < nv) {
-          LoadHVec<T>(seg, has_residual, base + j, h[u]);
-          LoadWeightVec<T>(seg, j, wraw[u]);
+          LoadHVec<T, kSecondRead>(seg, has_residual, base + j, h[u], second_policy);
+          LoadWeightVec<T, kW>(seg, j, wraw[u]);
         }
       }
 #pragma unroll
@@ -469,7 +546,7 @@ __global__ void __launch_bounds__(kTwoPassThreads, 2)
         const int64_t j = j0 + static_cast<int64_t>(u) * G;
         if (j < nv) {
           float w[kV];
-          UnpackWeightVec<T>(seg, wraw[u], w);
+          UnpackWeightVec<T, kW>(seg, wraw[u], w);
           float y[kV];
 #pragma unroll
           for (int v = 0; v < kV; ++v) y[v] = h[u][v] * inv_rms * (offset + w[v]);

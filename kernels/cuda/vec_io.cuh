@@ -30,6 +30,41 @@ __device__ __forceinline__ uint4 LoadVecReadOnly(const void* base, int64_t vec_i
   return __ldg(reinterpret_cast<const uint4*>(base) + vec_index);
 }
 
+// Loads with eviction priorities in L1 and L2 (PTX ld.global.L1::evict_last.L2::cache_hint with a
+// createpolicy.fractional.L2::evict_last policy, and the evict_first pair), for a kernel that reads
+// a row twice: the first read marks the row's lines to be kept for the second, which marks them as
+// no longer needed, so the lines of rows still to be re-read outlive those of rows done and of
+// outputs (what Triton emits for torch.compile's RMSNorm). Ordinary coherent loads otherwise (safe
+// when a later store of the same thread overwrites the row in place).
+__device__ __forceinline__ uint64_t L2EvictLastPolicy() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+__device__ __forceinline__ uint64_t L2EvictFirstPolicy() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+__device__ __forceinline__ uint4 LoadVecKeep(const void* base, int64_t vec_index, uint64_t policy) {
+  uint4 v;
+  asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(reinterpret_cast<const uint4*>(base) + vec_index), "l"(policy));
+  return v;
+}
+
+__device__ __forceinline__ uint4 LoadVecLastUse(const void* base, int64_t vec_index,
+                                                uint64_t policy) {
+  uint4 v;
+  asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(reinterpret_cast<const uint4*>(base) + vec_index), "l"(policy));
+  return v;
+}
+
 __device__ __forceinline__ void StoreVec(void* base, int64_t vec_index, const uint4& v) {
   reinterpret_cast<uint4*>(base)[vec_index] = v;
 }

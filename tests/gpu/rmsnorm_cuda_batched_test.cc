@@ -351,6 +351,26 @@ TEST(RmsNormCudaArguments, RefusedOnTheHost) {
   EXPECT_EQ(cuda::RmsNorm(DType::kFloat32, 4096, seg, nullptr, too_small), cudaErrorInvalidValue);
 }
 
+// The automatic choice takes the lean two-pass kernel only where it was measured faster (see
+// LeanTwoPassWins), and the options can force it either way.
+TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
+  using Lean = cuda::RmsNormOptions::LeanTwoPass;
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true).lean);
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 16384, false).lean);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, false).lean);  // 16-bit plain
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 5120, 65536, true).lean);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1024, true).lean);  // too few rows
+  cuda::RmsNormOptions off;
+  off.lean_two_pass = Lean::kOff;
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true, off).lean);
+  cuda::RmsNormOptions on;
+  on.lean_two_pass = Lean::kOn;
+  const cuda::KernelShape forced = cuda::ChooseKernelShape(DType::kBFloat16, 3000, 7, false, on);
+  EXPECT_TRUE(forced.two_pass && forced.lean);
+  EXPECT_EQ(forced.threads_per_block, 384);  // 375 vectors in whole warps
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 65536, 7, false, on).threads_per_block, 512);
+}
+
 TEST(RmsNormCudaArguments, ShapesCoverTheRow) {
   for (const DType dtype : kDTypes) {
     for (int64_t hidden = 1; hidden <= cuda::kMaxHidden; hidden += 1 + hidden / 7) {
@@ -358,7 +378,9 @@ TEST(RmsNormCudaArguments, ShapesCoverTheRow) {
         const cuda::KernelShape s = cuda::ChooseKernelShape(dtype, hidden, rows, rows == 1000);
         ASSERT_GT(s.threads_per_row, 0) << hidden;
         if (s.two_pass) {
-          EXPECT_GT(hidden, 16384);
+          if (!s.lean) EXPECT_GT(hidden, 16384);
+          EXPECT_LE(s.threads_per_block, 512);
+          EXPECT_EQ(s.threads_per_block % 32, 0);
           continue;
         }
         const int64_t vec = 16 / static_cast<int64_t>(ItemSize(dtype));

@@ -1,12 +1,14 @@
-// The staged kernel (rows streamed through shared memory by the copy engine, RmsNormStagedKernel)
-// against the fp64 reference, forced with RmsNormOptions::Staging::kOn so that it runs whatever
-// the automatic choice would be. Same tolerances, poisoning and guards as rmsnorm_cuda_test.cc.
-// Each case first asserts that the staged shape exists for it, so a silent fallback to the
-// register kernel would fail rather than pass.
+// Kernels forced by RmsNormOptions whatever the automatic choice would be, against the fp64
+// reference: the staged kernel (rows streamed through shared memory by the copy engine,
+// RmsNormStagedKernel; Staging::kOn) and the lean two-pass kernel (LeanTwoPass::kOn). Same
+// tolerances, poisoning and guards as rmsnorm_cuda_test.cc. Each case first asserts that the forced
+// kernel is the one chosen, so a silent fallback to the register kernel would fail rather than
+// pass.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,6 +105,35 @@ int64_t RunAndCheck(const Inputs& in, DType weight_dtype, bool residual, bool in
                    RowsToCheck(in.rows, in.hidden, rng), what);
 }
 
+// One (dtype, H) with `options`: rows {1, 19, 989, and 70000 where H <= 4096} x weight dtype (the
+// input's, and fp32 for 16-bit inputs) x residual (with weight_offset 1), each case against the
+// reference. `admits(rows, residual, what)` says whether the forced kernel takes the case, and
+// asserts what it must. Returns at the first failing case (the caller checks HasFatalFailure).
+void SweepRowsWeightsResidual(
+    DType dtype, int64_t hidden, const cuda::RmsNormOptions& options, const std::string& label,
+    Random& rng, const std::function<bool(int64_t, bool, const std::string&)>& admits) {
+  std::vector<int64_t> row_counts = {1, 19, 989};
+  if (hidden <= 4096) row_counts.push_back(70000);
+  std::vector<DType> weight_dtypes = {dtype};
+  if (dtype != DType::kFloat32) weight_dtypes.push_back(DType::kFloat32);
+  for (const int64_t rows : row_counts) {
+    const Inputs inputs(dtype, hidden, rows, rng);
+    for (const DType weight_dtype : weight_dtypes) {
+      for (const bool residual : {false, true}) {
+        const float offset = residual ? 1.0f : 0.0f;
+        const std::string what = std::string(DTypeName(dtype)) + label +
+                                 " H=" + std::to_string(hidden) + " rows=" + std::to_string(rows) +
+                                 " weight=" + DTypeName(weight_dtype) +
+                                 (residual ? " +residual" : "");
+        SCOPED_TRACE(what);
+        if (!admits(rows, residual, what)) continue;
+        ASSERT_EQ(RunAndCheck(inputs, weight_dtype, residual, false, offset, options, rng, what),
+                  0);
+      }
+    }
+  }
+}
+
 // H x rows (1 row, partial last tiles, many tiles per block) x dtype x weight dtype x residual x
 // weight_offset.
 TEST(RmsNormCudaStaged, MatchesReference) {
@@ -112,33 +143,20 @@ TEST(RmsNormCudaStaged, MatchesReference) {
     const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
     for (const int64_t hidden : {vec_elems, int64_t{1024}, int64_t{3000}, int64_t{4096},
                                  int64_t{5120}, int64_t{7168}, int64_t{8192}, int64_t{16384}}) {
-      std::vector<int64_t> row_counts = {1, 19, 989};
-      if (hidden <= 4096) row_counts.push_back(70000);
-      std::vector<DType> weight_dtypes = {dtype};
-      if (dtype != DType::kFloat32) weight_dtypes.push_back(DType::kFloat32);
-      for (const int64_t rows : row_counts) {
-        const Inputs inputs(dtype, hidden, rows, rng);
-        for (const DType weight_dtype : weight_dtypes) {
-          for (const bool residual : {false, true}) {
-            const float offset = residual ? 1.0f : 0.0f;
-            const std::string what =
-                std::string(DTypeName(dtype)) + " H=" + std::to_string(hidden) +
-                " rows=" + std::to_string(rows) + " weight=" + DTypeName(weight_dtype) +
-                (residual ? " +residual" : "");
-            SCOPED_TRACE(what);
-            const cuda::StagedShape shape =
-                cuda::ChooseStagedShape(dtype, hidden, rows, residual, Staged());
-            // fp32 rows of 16384 with a residual: one stage (x and r) is 128 KB, no room for two.
-            if (dtype == DType::kFloat32 && hidden == 16384 && residual) {
-              EXPECT_EQ(shape.rows_per_tile, 0) << what;
-              continue;
-            }
-            ASSERT_GT(shape.rows_per_tile, 0) << what << ": no staged shape";
-            ASSERT_EQ(
-                RunAndCheck(inputs, weight_dtype, residual, false, offset, Staged(), rng, what), 0);
-          }
-        }
-      }
+      SweepRowsWeightsResidual(dtype, hidden, Staged(), "", rng,
+                               [&](int64_t rows, bool residual, const std::string& what) {
+                                 const cuda::StagedShape shape = cuda::ChooseStagedShape(
+                                     dtype, hidden, rows, residual, Staged());
+                                 // fp32 rows of 16384 with a residual: one stage (x and r) is 128
+                                 // KB, no room for two.
+                                 if (dtype == DType::kFloat32 && hidden == 16384 && residual) {
+                                   EXPECT_EQ(shape.rows_per_tile, 0) << what;
+                                   return false;
+                                 }
+                                 EXPECT_GT(shape.rows_per_tile, 0) << what << ": no staged shape";
+                                 return shape.rows_per_tile > 0;
+                               });
+      if (HasFatalFailure()) return;
     }
   }
 }
@@ -192,6 +210,41 @@ TEST(RmsNormCudaStaged, InPlace) {
       SCOPED_TRACE(what);
       const Inputs inputs(dtype, hidden, 3001, rng);
       ASSERT_EQ(RunAndCheck(inputs, DType::kFloat32, residual, true, 0.0f, Staged(), rng, what), 0);
+    }
+  }
+}
+
+cuda::RmsNormOptions Lean() {
+  cuda::RmsNormOptions options;
+  options.lean_two_pass = cuda::RmsNormOptions::LeanTwoPass::kOn;
+  options.staging = cuda::RmsNormOptions::Staging::kOff;
+  return options;
+}
+
+// The lean two-pass kernel: H (one vector, the element path at 111, one and several iterations per
+// pass, past 16384) x rows x dtype x weight dtype x residual x weight_offset, and in place.
+TEST(RmsNormCudaLean, MatchesReference) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0xBBBB);
+  for (const DType dtype : kDTypes) {
+    const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
+    for (const int64_t hidden :
+         {vec_elems, int64_t{111}, int64_t{1024}, int64_t{3000}, int64_t{4096}, int64_t{7168},
+          int64_t{8192}, int64_t{16384}, int64_t{20000}, int64_t{65536}}) {
+      SweepRowsWeightsResidual(dtype, hidden, Lean(), " lean", rng,
+                               [&](int64_t rows, bool residual, const std::string& what) {
+                                 const cuda::KernelShape shape =
+                                     cuda::ChooseKernelShape(dtype, hidden, rows, residual, Lean());
+                                 EXPECT_TRUE(shape.two_pass && shape.lean) << what;
+                                 return shape.lean;
+                               });
+      if (HasFatalFailure()) return;
+      // In place: each thread reads its vectors in both passes before it overwrites them.
+      const std::string what =
+          std::string(DTypeName(dtype)) + " lean in place H=" + std::to_string(hidden);
+      SCOPED_TRACE(what);
+      const Inputs inputs(dtype, hidden, 301, rng);
+      ASSERT_EQ(RunAndCheck(inputs, DType::kFloat32, true, true, 0.0f, Lean(), rng, what), 0);
     }
   }
 }
