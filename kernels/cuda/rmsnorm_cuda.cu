@@ -254,12 +254,13 @@ bool LaunchStagedIfChosen(DType dtype, const KernelParams& params, const RmsNorm
   return false;
 }
 
-// Where the lean two-pass kernel beat the register kernel (and the staged one) in every run on the
-// H200, at rows >= 4096 (docs/KERNELS.md "v6", bench/cuda/results/h200_2026-11-30_lean_v3): 16-bit
-// with a residual at H 1024, 4096, 8192 (and 7168 from 16384 rows), fp32 with a residual at H 1024
-// and 4096 (and 3000 from 16384 rows), fp32 plain at H 4096, 7168, 8192. Elsewhere it lost: 16-bit
-// plain rows everywhere (0.7-0.9x), H 5120 (a second, mostly idle iteration per pass), H 16384.
-// Other H keep the register kernel: the rule is what was measured, not a model.
+// Where the lean two-pass kernel beat the register kernel on the H200 at rows >= 4096 (docs/KERNELS.md
+// "v6", bench/cuda/results/h200_2026-11-30_lean_v3): 16-bit with a residual at H 1024, 4096, 8192
+// (and 7168 from 16384 rows), fp32 with a residual at H 1024 and 4096 (and 3000 from 16384 rows),
+// fp32 plain at H 4096, 7168, 8192. In the next call it was faster at 32 of these 39 shapes and
+// within 2.5% at the rest. Elsewhere it lost: 16-bit plain rows everywhere (0.7-0.9x the register
+// kernel's speed), H 5120 (a second, mostly idle iteration per pass), H 16384. Other H keep the
+// register kernel: the rule is what was measured, not a model.
 bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (rows < 4096) return false;
   if (dtype == DType::kFloat32) {
