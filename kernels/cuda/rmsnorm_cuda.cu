@@ -111,13 +111,15 @@ cudaError_t LaunchTyped(const KernelParams& params, const KernelShape& shape, bo
   if (blocks > INT_MAX) return cudaErrorInvalidValue;
   void (*kernel)(KernelParams) = nullptr;
   const bool early = blocks <= kLatencyBoundBlocks;
+  // One segment of 16-bit weights like its 16-bit input, known on the host: the lean and the
+  // throughput-bound register kernels then take the variant that knows it (see WeightKind). A
+  // batched launch's segments may mix weight dtypes.
+  const bool weights_like_input =
+      sizeof(T) == 2 && params.table == nullptr && params.single.weight_dtype != DType::kFloat32;
   if (shape.two_pass) {
     if (shape.lean) {
-      // One segment of 16-bit weights like its input: the kernel that knows it (see WeightKind).
       constexpr auto kLike = internal::WeightKind::kLikeInput;
-      const bool like_input = sizeof(T) == 2 && params.table == nullptr &&
-                              params.single.weight_dtype != DType::kFloat32;
-      if (like_input) {
+      if (weights_like_input) {
         kernel = residual ? internal::RmsNormTwoPassKernel<T, true, true, kLike>
                           : internal::RmsNormTwoPassKernel<T, true, false, kLike>;
       } else {
@@ -132,10 +134,9 @@ cudaError_t LaunchTyped(const KernelParams& params, const KernelShape& shape, bo
                       : RowKernelFor<T, true, false>(shape.vectors_per_thread);
   } else {
     if constexpr (sizeof(T) == 2) {
-      // Throughput-bound, one segment whose weights are 16-bit like its input: the kernel variant
-      // that keeps half the weight registers (see WeightKind). Only here: latency-bound launches are
-      // not short of registers, and a batched launch's segments may mix weight dtypes.
-      if (params.table == nullptr && params.single.weight_dtype != DType::kFloat32) {
+      // Throughput-bound: the variant that keeps half the weight registers. Only here among the
+      // register kernels: latency-bound launches are not short of registers.
+      if (weights_like_input) {
         constexpr auto kLike = internal::WeightKind::kLikeInput;
         kernel = residual ? RowKernelFor<T, false, true, kLike>(shape.vectors_per_thread)
                           : RowKernelFor<T, false, false, kLike>(shape.vectors_per_thread);
@@ -300,11 +301,12 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
   if (!ValidDType(dtype) || hidden < 1 || hidden > kMaxHidden) return shape;
   const bool overridden =
       options.two_pass || options.threads_per_row != 0 || options.vectors_per_thread != 0;
+  const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
+  const int64_t vectors = CeilDiv(hidden, vec_elems);  // 16-byte vectors per row
   if (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
       (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kAuto && !overridden &&
        LeanTwoPassWins(dtype, hidden, rows, residual))) {
     // One vector per thread per pass where the row allows, in whole warps, at most 512 threads.
-    const int64_t vectors = CeilDiv(hidden, 16 / static_cast<int64_t>(ItemSize(dtype)));
     shape.two_pass = true;
     shape.lean = true;
     shape.threads_per_row = static_cast<int>(std::min<int64_t>(
@@ -320,8 +322,6 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
     shape.threads_per_block = internal::kTwoPassThreads;
     return shape;
   }
-  const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
-  const int64_t vectors = CeilDiv(hidden, vec_elems);
   const int max_n = dtype == DType::kFloat32 ? 8 : 4;
   int64_t n = 1;
   int64_t g = 0;

@@ -80,6 +80,13 @@ __host__ __device__ __forceinline__ bool CanVectorize(const RmsNormSegment& s, i
          (s.residual == nullptr || (Aligned16(s.residual) && Aligned16(s.residual_out)));
 }
 
+// Sum of v over the 32 lanes of this thread's warp, in a fixed order (every lane gets it).
+__device__ __forceinline__ float WarpSum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, offset);
+  return v;
+}
+
 // Sum of v over the G threads of this thread's row group. Every thread of the block must call it
 // (it may hold a barrier). The order of additions is fixed, so results do not depend on timing.
 __device__ __forceinline__ float GroupSum(float v, int group_threads, float* warp_sums) {
@@ -89,8 +96,7 @@ __device__ __forceinline__ float GroupSum(float v, int group_threads, float* war
     }
     return v;
   }
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, offset);
+  v = WarpSum(v);
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   if ((threadIdx.x & 31) == 0) warp_sums[warp] = v;
   __syncthreads();
@@ -107,17 +113,13 @@ __device__ __forceinline__ float GroupSum(float v, int group_threads, float* war
 // division and root are done once per block instead of once per thread.
 __device__ __forceinline__ float BlockInvRms(float v, int block_threads, float* warp_sums,
                                              float* block_result, float hidden, float eps) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, offset);
+  v = WarpSum(v);
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int lane = static_cast<int>(threadIdx.x) & 31;
   if (lane == 0) warp_sums[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    float total = lane < (block_threads >> 5) ? warp_sums[lane] : 0.0f;
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1)
-      total += __shfl_xor_sync(0xFFFFFFFFu, total, offset);
+    const float total = WarpSum(lane < (block_threads >> 5) ? warp_sums[lane] : 0.0f);
     if (lane == 0) *block_result = 1.0f / sqrtf(total / hidden + eps);
   }
   __syncthreads();
