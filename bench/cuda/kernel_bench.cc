@@ -191,47 +191,40 @@ Result TimeShape(const Pool& pool, DType dtype, int64_t rows, int64_t hidden, bo
     }
     return Median(t);
   };
-  if (graph) {
-    for (const bool pdl : {true, false}) {
-      normd::cuda::RmsNormOptions o = base_options;
-      o.programmatic_dependent_launch = pdl;
-      o.weight_before_dependency_wait = pdl;
+  // Each way is timed with programmatic dependent launch and without (the weight read before the
+  // wait with it: the launches never write it).
+  for (const bool pdl : {true, false}) {
+    normd::cuda::RmsNormOptions o = base_options;
+    o.programmatic_dependent_launch = pdl;
+    o.weight_before_dependency_wait = pdl;
+    auto launch = [&](const normd::RmsNormSegment& seg) {
+      const cudaError_t e = normd::cuda::RmsNorm(dtype, hidden, seg, stream, o);
+      if (e != cudaSuccess) {
+        std::fprintf(stderr, "launch: %s\n", cudaGetErrorString(e));
+        std::exit(1);
+      }
+    };
+    double& us = pdl ? res.us : res.us_nopdl;
+    if (graph) {
       cudaGraph_t g;
       CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-      for (int i = 0; i < kGraphLaunches; ++i) {
-        const cudaError_t e = normd::cuda::RmsNorm(dtype, hidden, segs[0], stream, o);
-        if (e != cudaSuccess) {
-          std::fprintf(stderr, "launch: %s\n", cudaGetErrorString(e));
-          std::exit(1);
-        }
-      }
+      for (int i = 0; i < kGraphLaunches; ++i) launch(segs[0]);
       CHECK_CUDA(cudaStreamEndCapture(stream, &g));
       cudaGraphExec_t exec;
       CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-      const double us =
+      us =
           time_region([&] { CHECK_CUDA(cudaGraphLaunch(exec, stream)); }, 200, 10) / kGraphLaunches;
-      (pdl ? res.us : res.us_nopdl) = us;
       cudaGraphExecDestroy(exec);
       cudaGraphDestroy(g);
-    }
-  } else {
-    // Back-to-back launches over the rotated sets, with programmatic dependent launch (each
-    // launch's blocks are scheduled while the previous launch drains; they wait for it before
-    // reading) and without (each launch starts when the previous has finished).
-    for (const bool pdl : {true, false}) {
-      normd::cuda::RmsNormOptions o = base_options;
-      o.programmatic_dependent_launch = pdl;
-      o.weight_before_dependency_wait = pdl;
-      auto pass = [&] {
-        for (int s = 0; s < sets; ++s) {
-          const cudaError_t e = normd::cuda::RmsNorm(dtype, hidden, segs[s], stream, o);
-          if (e != cudaSuccess) {
-            std::fprintf(stderr, "launch: %s\n", cudaGetErrorString(e));
-            std::exit(1);
-          }
-        }
-      };
-      (pdl ? res.us : res.us_nopdl) = time_region(pass, kSamples, 3) / sets;
+    } else {
+      // Back-to-back launches over the rotated sets: with PDL each launch's blocks are scheduled
+      // while the previous launch drains, and wait for it before reading.
+      us = time_region(
+               [&] {
+                 for (int s = 0; s < sets; ++s) launch(segs[s]);
+               },
+               kSamples, 3) /
+           sets;
     }
   }
   CHECK_CUDA(cudaGetLastError());
