@@ -63,9 +63,13 @@ class Client::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     context_->set_deadline(absl::ToChronoTime(deadline_));
     context_->set_wait_for_ready(client_->options_.wait_for_ready);
     response_.Clear();
+    // Every member this thread reads is read before the hand-off is stated: the callback may run on
+    // another gRPC thread as soon as the call starts, and it replaces context_ when it retries.
+    grpc::ClientContext* const context = context_.get();
     HandingToLibrary(this);  // gRPC's hand-off to OnDone, stated for TSan (base/mutex.h)
-    client_->stub_->async()->Normalize(context_.get(), request, &response_,
-                                       [self = shared_from_this()](grpc::Status s) { self->OnDone(s); });
+    client_->stub_->async()->Normalize(
+        context, request, &response_,
+        [self = shared_from_this()](grpc::Status s) { self->OnDone(s); });
   }
 
   void OnDone(const grpc::Status& status) {
@@ -88,9 +92,11 @@ class Client::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
     context_->set_deadline(absl::ToChronoTime(deadline_));
     context_->set_wait_for_ready(client_->options_.wait_for_ready);
     *register_request_.mutable_weight() = prepared_->weight_->state_->tensor;
+    grpc::ClientContext* const context = context_.get();  // read before the hand-off, as in Send
     HandingToLibrary(this);
-    client_->stub_->async()->RegisterWeight(context_.get(), &register_request_, &register_response_,
-                                            [self = shared_from_this()](grpc::Status s) { self->OnRegistered(s); });
+    client_->stub_->async()->RegisterWeight(
+        context, &register_request_, &register_response_,
+        [self = shared_from_this()](grpc::Status s) { self->OnRegistered(s); });
   }
 
   void OnRegistered(const grpc::Status& status) {
