@@ -11,13 +11,15 @@
 //
 //   normd_kernel_bench [--dtypes bf16,fp16,fp32] [--rows 1,8,...] [--hidden 1024,...]
 //                      [--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on]
-//                      [--stages 0,2,4] [--two-pass] [--lean auto,off,on]
+//                      [--stages 0,2,4] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8]
+//                      [--shared-weights on,off]
 // --staging times each shape once per listed choice of RmsNormOptions::staging, side by side (an
 // A/B of the staged and the register kernels in one run); --stages likewise for the staged
 // kernel's stage count (0 = as many as fit), --lean for RmsNormOptions::lean_two_pass (on: the lean
-// two-pass kernel forced); --two-pass adds a run of the two-pass kernel. The
-// kernel column says which kernel ran: GxN for the register kernel, "staged GxN Rr Ss" for the
-// staged one.
+// two-pass kernel forced), --cluster for RmsNormOptions::cluster_ctas (0 automatic, 1 never),
+// --shared-weights for RmsNormOptions::weights_through_shared; --two-pass adds a run of the
+// two-pass kernel. The kernel column says which kernel ran: GxN for the register kernel, "staged
+// GxN Rr Ss" for the staged one, "cluster CxG" for C CTAs of G threads per row.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -252,6 +254,8 @@ int main(int argc, char** argv) {
   std::vector<int64_t> stage_counts = {0};
   bool two_pass = false;
   std::vector<std::string> leans = {"auto"};
+  std::vector<int64_t> clusters = {0};               // RmsNormOptions::cluster_ctas
+  std::vector<std::string> shared_weights = {"on"};  // RmsNormOptions::weights_through_shared
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -275,11 +279,16 @@ int main(int argc, char** argv) {
       two_pass = true;
     else if (arg == "--lean")
       leans = ParseStrings(next());
+    else if (arg == "--cluster")
+      clusters = ParseInts(next());
+    else if (arg == "--shared-weights")
+      shared_weights = ParseStrings(next());
     else {
       std::fprintf(stderr,
                    "usage: %s [--dtypes bf16,fp16,fp32] [--rows ...] [--hidden ...] "
                    "[--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on] "
-                   "[--stages 0,2,...] [--two-pass] [--lean auto,off,on]\n",
+                   "[--stages 0,2,...] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8] "
+                   "[--shared-weights on,off]\n",
                    argv[0]);
       return 2;
     }
@@ -318,19 +327,25 @@ int main(int argc, char** argv) {
           for (const std::string& staging : stagings) {
             for (const int64_t stages : stage_counts) {
               for (const std::string& lean : leans) {
-                normd::cuda::RmsNormOptions o;
-                o.staging = staging == "on"    ? normd::cuda::RmsNormOptions::Staging::kOn
-                            : staging == "off" ? normd::cuda::RmsNormOptions::Staging::kOff
-                                               : normd::cuda::RmsNormOptions::Staging::kAuto;
-                o.staged_stages = static_cast<int>(stages);
-                using Lean = normd::cuda::RmsNormOptions::LeanTwoPass;
-                o.lean_two_pass = lean == "on"    ? Lean::kOn
-                                  : lean == "off" ? Lean::kOff
-                                                  : Lean::kAuto;
-                // Forcing the lean kernel: not the staged one either.
-                if (o.lean_two_pass == Lean::kOn)
-                  o.staging = normd::cuda::RmsNormOptions::Staging::kOff;
-                variants.push_back(o);
+                for (const int64_t cluster : clusters) {
+                  for (const std::string& shared : shared_weights) {
+                    normd::cuda::RmsNormOptions o;
+                    o.cluster_ctas = static_cast<int>(cluster);
+                    o.weights_through_shared = shared != "off";
+                    o.staging = staging == "on"    ? normd::cuda::RmsNormOptions::Staging::kOn
+                                : staging == "off" ? normd::cuda::RmsNormOptions::Staging::kOff
+                                                   : normd::cuda::RmsNormOptions::Staging::kAuto;
+                    o.staged_stages = static_cast<int>(stages);
+                    using Lean = normd::cuda::RmsNormOptions::LeanTwoPass;
+                    o.lean_two_pass = lean == "on"    ? Lean::kOn
+                                      : lean == "off" ? Lean::kOff
+                                                      : Lean::kAuto;
+                    // Forcing the lean kernel: not the staged one either.
+                    if (o.lean_two_pass == Lean::kOn)
+                      o.staging = normd::cuda::RmsNormOptions::Staging::kOff;
+                    variants.push_back(o);
+                  }
+                }
               }
             }
           }
@@ -353,6 +368,7 @@ int main(int argc, char** argv) {
           for (const auto& o : variants) {
             const normd::cuda::KernelShape shape =
                 normd::cuda::ChooseKernelShape(dtype, hidden, rows, fused, o);
+            if (shape.threads_per_row == 0) continue;  // an override that cannot hold the row
             // The bench's buffers are 256-byte aligned, so a staged shape means the staged kernel.
             const normd::cuda::StagedShape staged =
                 normd::cuda::ChooseStagedShape(dtype, hidden, rows, fused, o);
@@ -364,12 +380,16 @@ int main(int argc, char** argv) {
             if (staged.rows_per_tile != 0) {
               std::snprintf(kernel, sizeof kernel, "staged %dx%d R%d S%d", staged.threads_per_row,
                             staged.vectors_per_thread, staged.rows_per_tile, staged.stages);
+            } else if (shape.cluster_ctas > 1) {
+              std::snprintf(kernel, sizeof kernel, "cluster %dx%d", shape.cluster_ctas,
+                            shape.threads_per_block);
             } else if (shape.two_pass) {
               std::snprintf(kernel, sizeof kernel, "%s %d",
                             shape.lean ? "lean two-pass" : "two-pass", shape.threads_per_row);
             } else {
-              std::snprintf(kernel, sizeof kernel, "%dx%d%s", shape.threads_per_row,
-                            shape.vectors_per_thread, tag.c_str());
+              std::snprintf(kernel, sizeof kernel, "%dx%d%s%s", shape.threads_per_row,
+                            shape.vectors_per_thread, tag.c_str(),
+                            o.weights_through_shared ? "" : " no-shared-w");
             }
             if (csv) {
               std::printf("%s,%s%s,%lld,%lld,%.3f,%.3f,%.1f,%.3f,%d,%d,%d,%s\n", ShortName(dtype),

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "kernels/cuda/rmsnorm_cluster_kernel.cuh"
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
 #include "kernels/cuda/rmsnorm_staged_kernel.cuh"
@@ -30,6 +31,25 @@ constexpr int64_t kSpreadBelowThreads = 100000;
 constexpr int64_t kLatencyBoundBlocks = 256;
 // Blocks of row groups smaller than 128 threads hold several rows, up to this many threads.
 constexpr int kSmallGroupBlockThreads = 256;
+
+// The cluster kernel under the automatic choice: rows that move at least kClusterMinRowBytes (x and
+// the output, with a residual also r and residual_out), in launches that stay within
+// kClusterMaxCtas CTAs (about one per multiprocessor of the H200's 132); C the smallest power of
+// two (up to 8) that leaves each CTA at most kClusterCtaVectors 16-byte vectors of the row. On the
+// H200 the cluster costs ~0.2 us (without PDL) to ~0.45 us (with) over one block per row, and saves
+// ~20 ns per KB a multiprocessor no longer moves (docs/KERNELS.md "v7").
+constexpr int64_t kClusterMinRowBytes = 96 << 10;
+constexpr int64_t kClusterMaxCtas = 128;
+constexpr int64_t kClusterCtaVectors = 128;
+
+// RmsNormOptions::weights_through_shared applies to late-weight launches with a residual of at most
+// this many blocks (one wave of 128-thread blocks at 8 per multiprocessor of the H200's 132: with a
+// single wave the L2 round trip of the weight after the reduction is not hidden behind other
+// blocks) and weights of at most the default dynamic shared memory. Measured at 1024 rows
+// (docs/KERNELS.md "v7"): fused launches 3-10% faster, plain 16-bit ones 0-4% slower (the copies
+// go out ahead of the row's loads), so plain launches keep reading the weight from global memory.
+constexpr int64_t kSharedWeightMaxBlocks = 1056;
+constexpr int64_t kSharedWeightMaxBytes = 48 << 10;
 
 // Shared memory the staged kernel's stages may take per block (sm_90 allows 227 KB): enough for
 // several 32 KB tiles, so that each multiprocessor always has one or more on their way.
@@ -68,21 +88,41 @@ bool ValidVectorsPerThread(DType d, int n) {
 }
 
 // One launch of `kernel` over `blocks` blocks, with programmatic dependent launch when `pdl`.
+// cluster_ctas > 1: in clusters of that many blocks (blocks must be a multiple of it).
 cudaError_t LaunchKernel(void (*kernel)(KernelParams), const KernelParams& params, int64_t blocks,
-                         int threads_per_block, size_t shared_bytes, bool pdl, cudaStream_t stream) {
+                         int threads_per_block, size_t shared_bytes, bool pdl, cudaStream_t stream,
+                         int cluster_ctas = 1) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(static_cast<unsigned>(threads_per_block));
   config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
-  cudaLaunchAttribute attribute[1];
+  cudaLaunchAttribute attributes[2];
+  unsigned count = 0;
   if (pdl) {
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count].val.programmaticStreamSerializationAllowed = 1;
+    ++count;
   }
+  if (cluster_ctas > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count].val.clusterDim.x = static_cast<unsigned>(cluster_ctas);
+    attributes[count].val.clusterDim.y = 1;
+    attributes[count].val.clusterDim.z = 1;
+    ++count;
+  }
+  config.attrs = count > 0 ? attributes : nullptr;
+  config.numAttrs = count;
   return cudaLaunchKernelEx(&config, kernel, params);
+}
+
+// Whether the current device runs thread block clusters and the copy engine's bulk copies (sm_90).
+bool DeviceIsSm90OrNewer() {
+  int device = 0;
+  int major = 0;
+  return cudaGetDevice(&device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+         major >= 9;
 }
 
 template <typename T, bool kEarlyWeights, bool kResidual,
@@ -105,12 +145,31 @@ void (*RowKernelFor(int vectors_per_thread))(KernelParams) {
 }
 
 template <typename T>
-cudaError_t LaunchTyped(const KernelParams& params, const KernelShape& shape, bool residual,
-                        bool pdl, cudaStream_t stream) {
+cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool residual,
+                        const RmsNormOptions& options, cudaStream_t stream) {
+  const bool pdl = options.programmatic_dependent_launch;
+  if (shape.cluster_ctas > 1) {
+    const int64_t ctas = params.total_rows * shape.cluster_ctas;
+    if (ctas > INT_MAX) return cudaErrorInvalidValue;
+    return LaunchKernel(residual ? internal::RmsNormClusterKernel<T, true>
+                                 : internal::RmsNormClusterKernel<T, false>,
+                        params, ctas, shape.threads_per_block, 0, pdl, stream, shape.cluster_ctas);
+  }
   const int64_t blocks = CeilDiv(params.total_rows, shape.rows_per_block);
   if (blocks > INT_MAX) return cudaErrorInvalidValue;
   void (*kernel)(KernelParams) = nullptr;
   const bool early = blocks <= kLatencyBoundBlocks;
+  // The weight through shared memory (RmsNormOptions::weights_through_shared): its bytes.
+  size_t shared_bytes = 0;
+  if (options.weights_through_shared && residual && !early && blocks <= kSharedWeightMaxBlocks &&
+      params.table == nullptr && internal::CanVectorize<T>(params.single, params.hidden)) {
+    const int64_t weight_item = params.single.weight_dtype == DType::kFloat32 ? 4 : sizeof(T);
+    const int64_t bytes = params.hidden * weight_item;
+    if (bytes <= kSharedWeightMaxBytes) {
+      shared_bytes = static_cast<size_t>(bytes);
+      params.shared_weights = 1;
+    }
+  }
   // One segment of 16-bit weights like its 16-bit input, known on the host: the lean and the
   // throughput-bound register kernels then take the variant that knows it (see WeightKind). A
   // batched launch's segments may mix weight dtypes.
@@ -149,7 +208,7 @@ cudaError_t LaunchTyped(const KernelParams& params, const KernelShape& shape, bo
   }
   if (kernel == nullptr) return cudaErrorInvalidValue;
 
-  return LaunchKernel(kernel, params, blocks, shape.threads_per_block, 0, pdl, stream);
+  return LaunchKernel(kernel, params, blocks, shape.threads_per_block, shared_bytes, pdl, stream);
 }
 
 template <typename T, bool kResidual, internal::WeightKind kW>
@@ -224,14 +283,9 @@ template <typename T>
 bool TryLaunchStaged(const KernelParams& params, const StagedShape& shape, bool pdl,
                      cudaStream_t stream, cudaError_t* result) {
   const RmsNormSegment& seg = params.single;
-  if (!internal::CanVectorize<T>(seg, params.hidden)) return false;
+  if (!internal::CanVectorize<T>(seg, params.hidden) || !DeviceIsSm90OrNewer()) return false;
   int device = 0;
-  int major = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      major < 9) {
-    return false;
-  }
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
   *result = LaunchStagedTyped<T>(params, shape, seg.residual != nullptr, pdl, device, stream);
   return true;
 }
@@ -272,23 +326,48 @@ bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   return hidden == 1024 || hidden == 4096 || hidden == 8192 || (hidden == 7168 && rows >= 16384);
 }
 
+// The cluster size for a launch: 1 for none, 0 for an invalid override. Under the automatic choice
+// (never with other tuning overrides), launches of few rows of H <= 16384 that move at least
+// kClusterMinRowBytes per row.
+int ClusterCtasFor(DType dtype, int64_t hidden, int64_t vectors, int64_t rows, bool residual,
+                   const RmsNormOptions& options, bool overridden) {
+  if (options.cluster_ctas != 0) {
+    const int c = options.cluster_ctas;
+    return c == 1 || c == 2 || c == 4 || c == internal::kMaxClusterCtas ? c : 0;
+  }
+  const int64_t row_bytes = (residual ? 4 : 2) * hidden * static_cast<int64_t>(ItemSize(dtype));
+  if (overridden || options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
+      hidden > kRegisterMaxHidden || row_bytes < kClusterMinRowBytes) {
+    return 1;
+  }
+  int c = 1;
+  while (c < internal::kMaxClusterCtas && CeilDiv(vectors, c) > kClusterCtaVectors) c <<= 1;
+  while (c > 1 && rows * c > kClusterMaxCtas) c >>= 1;
+  // Too many rows for a cluster large enough to hold the row in 512-thread CTAs: none.
+  return CeilDiv(vectors, c) <= internal::kMaxBlockThreads ? c : 1;
+}
+
 // residual: whether any segment may carry a residual (always true for a device table).
 cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNormOptions& options,
                    cudaStream_t stream) {
-  const KernelShape shape =
-      ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, options);
+  KernelShape shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, options);
   if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
+  if (shape.cluster_ctas > 1 && !DeviceIsSm90OrNewer()) {
+    RmsNormOptions no_cluster = options;  // no clusters before sm_90: the register kernel
+    no_cluster.cluster_ctas = 1;
+    shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_cluster);
+    if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
+  }
   params.threads_per_row = shape.threads_per_row;
   params.rows_per_block = shape.rows_per_block;
   if (params.total_rows == 0) return cudaSuccess;
-  const bool pdl = options.programmatic_dependent_launch;
   switch (dtype) {
     case DType::kFloat32:
-      return LaunchTyped<float>(params, shape, residual, pdl, stream);
+      return LaunchTyped<float>(params, shape, residual, options, stream);
     case DType::kFloat16:
-      return LaunchTyped<__half>(params, shape, residual, pdl, stream);
+      return LaunchTyped<__half>(params, shape, residual, options, stream);
     case DType::kBFloat16:
-      return LaunchTyped<__nv_bfloat16>(params, shape, residual, pdl, stream);
+      return LaunchTyped<__nv_bfloat16>(params, shape, residual, options, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -299,8 +378,8 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
                               const RmsNormOptions& options) {
   KernelShape shape;
   if (!ValidDType(dtype) || hidden < 1 || hidden > kMaxHidden) return shape;
-  const bool overridden =
-      options.two_pass || options.threads_per_row != 0 || options.vectors_per_thread != 0;
+  const bool overridden = options.two_pass || options.threads_per_row != 0 ||
+                          options.vectors_per_thread != 0 || options.cluster_ctas > 1;
   const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
   const int64_t vectors = CeilDiv(hidden, vec_elems);  // 16-byte vectors per row
   if (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
@@ -313,6 +392,20 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
         internal::kTwoPassThreads, std::max<int64_t>(32, CeilDiv(vectors, 32) * 32)));
     shape.rows_per_block = 1;
     shape.threads_per_block = shape.threads_per_row;
+    return shape;
+  }
+  const int cluster_ctas =
+      ClusterCtasFor(dtype, hidden, vectors, rows, residual, options, overridden);
+  if (cluster_ctas != 1) {
+    // One vector per thread (the element path: kVecElems elements) over C CTAs of whole warps.
+    if (cluster_ctas < 1) return shape;  // an invalid override
+    const int64_t per_cta = CeilDiv(vectors, cluster_ctas);
+    if (per_cta > internal::kMaxBlockThreads) return shape;  // the row does not fit
+    shape.cluster_ctas = cluster_ctas;
+    shape.threads_per_block = static_cast<int>(std::max<int64_t>(32, CeilDiv(per_cta, 32) * 32));
+    shape.threads_per_row = cluster_ctas * shape.threads_per_block;
+    shape.vectors_per_thread = 1;
+    shape.rows_per_block = 1;
     return shape;
   }
   if (hidden > kRegisterMaxHidden || options.two_pass) {

@@ -64,13 +64,25 @@ struct RmsNormOptions {
   // never take it under kAuto.
   enum class LeanTwoPass { kAuto, kOff, kOn };
   LeanTwoPass lean_two_pass = LeanTwoPass::kAuto;
+  // CTAs that share one row in the cluster kernel (RmsNormClusterKernel, sm_90): each loads,
+  // normalizes and stores 1/C of the row, so a launch of few rows spreads its bytes over C times
+  // as many multiprocessors. 0: automatic (launches of few rows with H <= 16384, see
+  // ChooseKernelShape); 1: never; 2, 4 or 8: forced where the row fits C blocks of 512 threads
+  // (else refused with cudaErrorInvalidValue). On GPUs without clusters the register kernel runs.
+  int cluster_ctas = 0;
+  // Throughput-bound register launches of about one wave of blocks (single segment with a
+  // residual, vector path) read the weight after the row's reduction; with this each block first
+  // copies the row's weight into shared memory (cp.async) while its rows load, so that the read
+  // after the reduction does not wait on L2. Off only for A/B benchmarks.
+  bool weights_through_shared = true;
 };
 
 // The kernel shape the launchers pick for a hidden size (exposed for benchmarks and notes).
 struct KernelShape {
   bool two_pass = false;       // true for hidden > 16384: one block per row, the row read twice
   bool lean = false;           // two_pass only: the lean variant (RmsNormOptions::LeanTwoPass)
-  int threads_per_row = 0;     // G
+  int cluster_ctas = 1;        // > 1: the cluster kernel, C CTAs of threads_per_block per row
+  int threads_per_row = 0;     // G (the cluster kernel: all C CTAs' threads)
   int vectors_per_thread = 0;  // register path only
   int rows_per_block = 0;
   int threads_per_block = 0;

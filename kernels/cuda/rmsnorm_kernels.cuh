@@ -1,7 +1,9 @@
 // The RMSNorm kernels. Internal to the CUDA library (included by rmsnorm_cuda.cu only).
 //
 // Two kernels here, one math (kernels/rmsnorm.h); a third, for large single-segment launches on
-// sm_90, streams rows through shared memory (rmsnorm_staged_kernel.cuh) and shares the helpers below:
+// sm_90, streams rows through shared memory (rmsnorm_staged_kernel.cuh), and a fourth, for launches
+// of few long rows on sm_90, splits each row over a cluster of CTAs (rmsnorm_cluster_kernel.cuh);
+// both share the helpers below:
 //  - RmsNormRowKernel<T, kN>: a group of G threads owns one row and keeps it in registers, so each
 //  input
 //    element is read from device memory once. Thread t of the group holds kN 16-byte vectors, at
@@ -45,6 +47,9 @@ struct KernelParams {
   int32_t rows_per_block;
   int32_t weight_before_wait;  // single segment only: read the weight before griddepcontrol.wait
   int32_t stages;              // RmsNormStagedKernel only: shared-memory stages per block
+  // RmsNormRowKernel with late weights, single segment, vector path: copy the row's weight into
+  // dynamic shared memory at the start (see RmsNormOptions::weights_through_shared).
+  int32_t shared_weights;
 };
 
 // Finds the segment and the segment-local row of launch row `row`. False for rows past the end or
@@ -150,6 +155,30 @@ __device__ __forceinline__ void LoadWeightVec(const RmsNormSegment& s, int64_t j
       raw[q] = LoadVecReadOnly(s.weight, j * kWeightVecs<T, kW> + q);
   } else {
     raw[0] = LoadVecReadOnly(s.weight, j);
+  }
+}
+
+// Starts copying the whole row's weight of segment s (vector path) into `shared`, the block's
+// threads sharing the vectors; in the same layout as in global memory.
+template <typename T, WeightKind kW>
+__device__ __forceinline__ void CopyWeightsToShared(const RmsNormSegment& s, int64_t row_vectors,
+                                                    uint4* shared) {
+  const int64_t count = row_vectors * (WeightsAreFp32<kW>(s) ? kWeightVecs<T, kW> : 1);
+  const uint4* weight = static_cast<const uint4*>(s.weight);
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
+    CopyAsync16ToShared(shared + i, weight + i);
+  CopyAsyncCommit();
+}
+
+// Weight vector j of a row from CopyWeightsToShared's copy.
+template <typename T, WeightKind kW>
+__device__ __forceinline__ void SharedWeightVec(const RmsNormSegment& s, const uint4* shared,
+                                                int64_t j, uint4 (&raw)[kWeightVecs<T, kW>]) {
+  if (WeightsAreFp32<kW>(s)) {
+#pragma unroll
+    for (int q = 0; q < kWeightVecs<T, kW>; ++q) raw[q] = shared[j * kWeightVecs<T, kW> + q];
+  } else {
+    raw[0] = shared[j];
   }
 }
 
@@ -262,10 +291,17 @@ __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeig
   bool weights_loaded = false;
   bool active;
   bool vec;
-  if (kEarlyWeights && p.table == nullptr && p.weight_before_wait) {
+  // Late weights of one segment on the vector path (the launcher checks): the block copies the
+  // row's weight into shared memory while the rows load, so that reading it after the reduction
+  // costs no L2 round trip, and no registers are held meanwhile.
+  extern __shared__ uint4 shared_weight[];
+  const bool weights_to_shared = !kEarlyWeights && p.shared_weights;
+  if ((kEarlyWeights || weights_to_shared) && p.table == nullptr && p.weight_before_wait) {
     active = ResolveRow(p, row, seg, local);
     vec = active && CanVectorize<T>(seg, H);
-    if (vec) {
+    if (weights_to_shared) {
+      CopyWeightsToShared<T, kW>(p.single, nv, shared_weight);
+    } else if (vec) {
 #pragma unroll
       for (int k = 0; k < kN; ++k) {
         const int64_t j = t + static_cast<int64_t>(k) * G;
@@ -276,6 +312,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeig
     GridDependencyWait();
   } else {
     GridDependencyWait();
+    if (weights_to_shared) CopyWeightsToShared<T, kW>(p.single, nv, shared_weight);
     active = ResolveRow(p, row, seg, local);
     vec = active && CanVectorize<T>(seg, H);
   }
@@ -366,6 +403,10 @@ __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeig
   }
 
   const float total = GroupSum(sum_squares, G, warp_sums);
+  if (weights_to_shared) {  // every thread's copies done, then visible to the block
+    CopyAsyncWaitAll();
+    __syncthreads();
+  }
   if (!active) return;
   const float inv_rms = 1.0f / sqrtf(total / static_cast<float>(H) + seg.eps);
   const float offset = seg.weight_offset;
@@ -381,7 +422,13 @@ __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeig
 #pragma unroll
     for (int k = 0; k < kN; ++k) {
       const int64_t j = t + static_cast<int64_t>(k) * G;
-      if (!kEarlyWeights && j < nv) LoadWeightVec<T, kW>(seg, j, wraw[k]);
+      if (!kEarlyWeights && j < nv) {
+        if (weights_to_shared) {
+          SharedWeightVec<T, kW>(seg, shared_weight, j, wraw[k]);
+        } else {
+          LoadWeightVec<T, kW>(seg, j, wraw[k]);
+        }
+      }
     }
 #pragma unroll
     for (int k = 0; k < kN; ++k) {

@@ -96,7 +96,11 @@ TEST(RmsNormCudaBatched, MixedSegmentsInOneLaunch) {
       launch.total_rows = first_row;
       launch.segments = static_cast<const RmsNormSegment*>(dtable.get());
       launch.num_segments = static_cast<int32_t>(table.size());
-      NORMD_CUDA_OK(cuda::RmsNormBatched(launch, nullptr));
+      // The cluster kernel (rows split over 4 CTAs) forced at two H, so that it meets the table's
+      // mix too: the register and two-pass kernels at the others.
+      cuda::RmsNormOptions options;
+      if (hidden == 111 || hidden == 7168) options.cluster_ctas = 4;
+      NORMD_CUDA_OK(cuda::RmsNormBatched(launch, nullptr, options));
       NORMD_CUDA_OK(cudaDeviceSynchronize());
       for (size_t k = 0; k < requests.size(); ++k) {
         const Request& q = requests[k];
@@ -371,6 +375,39 @@ TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 65536, 7, false, on).threads_per_block, 512);
 }
 
+// The automatic choice splits each row over a cluster of CTAs only for rows that move >= 96 KB
+// (x, output, and r and residual_out with a residual) in launches of few rows (at most 128 CTAs in
+// all); cluster_ctas forces or forbids it.
+TEST(RmsNormCudaArguments, ClusterChoice) {
+  const cuda::KernelShape one = cuda::ChooseKernelShape(DType::kFloat32, 7168, 1, true);
+  EXPECT_EQ(one.cluster_ctas, 8);  // 1792 vectors: 224 per CTA
+  EXPECT_EQ(one.threads_per_block, 224);
+  EXPECT_EQ(one.threads_per_row, 8 * 224);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 8, true).cluster_ctas, 8);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 32, true).cluster_ctas, 4);
+  // 64 rows: a cluster of 2 would leave 896 vectors per CTA, over 512 threads.
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 64, true).cluster_ctas, 1);
+  const cuda::KernelShape wide = cuda::ChooseKernelShape(DType::kBFloat16, 16384, 1, true);
+  EXPECT_EQ(wide.cluster_ctas, 8);
+  EXPECT_EQ(wide.threads_per_block, 256);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 1, false).cluster_ctas, 1);  // 64 KB
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, true).cluster_ctas, 1);    // 56 KB
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 20000, 1, true).cluster_ctas, 1);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 1000, true).cluster_ctas, 1);
+  cuda::RmsNormOptions never;
+  never.cluster_ctas = 1;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 1, true, never).cluster_ctas, 1);
+  cuda::RmsNormOptions forced;
+  forced.cluster_ctas = 2;
+  const cuda::KernelShape two = cuda::ChooseKernelShape(DType::kFloat32, 3000, 5000, true, forced);
+  EXPECT_EQ(two.cluster_ctas, 2);
+  EXPECT_EQ(two.threads_per_block, 384);  // 750 vectors: 375 per CTA in whole warps
+  forced.cluster_ctas = 3;                // not a supported size
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false, forced).threads_per_row, 0);
+  forced.cluster_ctas = 8;  // 8192 vectors: 1024 per CTA, over 512 threads
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 65536, 1, false, forced).threads_per_row, 0);
+}
+
 TEST(RmsNormCudaArguments, ShapesCoverTheRow) {
   for (const DType dtype : kDTypes) {
     for (int64_t hidden = 1; hidden <= cuda::kMaxHidden; hidden += 1 + hidden / 7) {
@@ -386,6 +423,12 @@ TEST(RmsNormCudaArguments, ShapesCoverTheRow) {
         const int64_t vec = 16 / static_cast<int64_t>(ItemSize(dtype));
         EXPECT_GE(int64_t{s.threads_per_row} * s.vectors_per_thread * vec, hidden) << hidden;
         EXPECT_LE(s.threads_per_block, 512);
+        if (s.cluster_ctas > 1) {  // one row over C blocks
+          EXPECT_LE(rows * s.cluster_ctas, 128) << hidden;
+          EXPECT_EQ(s.threads_per_row, s.cluster_ctas * s.threads_per_block);
+          EXPECT_EQ(s.threads_per_block % 32, 0);
+          continue;
+        }
         EXPECT_EQ(s.threads_per_block % s.threads_per_row, 0);
       }
     }

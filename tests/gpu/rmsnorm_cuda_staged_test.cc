@@ -1,6 +1,7 @@
 // Kernels forced by RmsNormOptions whatever the automatic choice would be, against the fp64
 // reference: the staged kernel (rows streamed through shared memory by the copy engine,
-// RmsNormStagedKernel; Staging::kOn) and the lean two-pass kernel (LeanTwoPass::kOn). Same
+// RmsNormStagedKernel; Staging::kOn), the lean two-pass kernel (LeanTwoPass::kOn) and the cluster
+// kernel (cluster_ctas). Same
 // tolerances, poisoning and guards as rmsnorm_cuda_test.cc. Each case first asserts that the forced
 // kernel is the one chosen, so a silent fallback to the register kernel would fail rather than
 // pass.
@@ -245,6 +246,48 @@ TEST(RmsNormCudaLean, MatchesReference) {
       SCOPED_TRACE(what);
       const Inputs inputs(dtype, hidden, 301, rng);
       ASSERT_EQ(RunAndCheck(inputs, DType::kFloat32, true, true, 0.0f, Lean(), rng, what), 0);
+    }
+  }
+}
+
+cuda::RmsNormOptions Cluster(int ctas) {
+  cuda::RmsNormOptions options;
+  options.cluster_ctas = ctas;
+  options.staging = cuda::RmsNormOptions::Staging::kOff;
+  return options;
+}
+
+// The cluster kernel (each row split over C CTAs, the sum of squares completed through
+// distributed shared memory), forced with C = 2, 4 and 8 in turn (at least the C that fits the row
+// in 512-thread CTAs): H (one vector, the element path at 1, 111 and 500 (fp32: 125 vectors,
+// 16-bit: 62.5), several widths up to 16384) x rows x dtype x weight dtype x residual x
+// weight_offset, and in place.
+TEST(RmsNormCudaCluster, MatchesReference) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0xCCCC);
+  int turn = 0;
+  for (const DType dtype : kDTypes) {
+    const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
+    for (const int64_t hidden : {vec_elems, int64_t{1}, int64_t{111}, int64_t{500}, int64_t{3000},
+                                 int64_t{4096}, int64_t{7168}, int64_t{16384}}) {
+      int ctas = 2 << (turn++ % 3);
+      while ((hidden + vec_elems - 1) / vec_elems > int64_t{512} * ctas) ctas *= 2;
+      const std::string label = " cluster " + std::to_string(ctas);
+      SweepRowsWeightsResidual(dtype, hidden, Cluster(ctas), label, rng,
+                               [&](int64_t rows, bool residual, const std::string& what) {
+                                 const cuda::KernelShape shape = cuda::ChooseKernelShape(
+                                     dtype, hidden, rows, residual, Cluster(ctas));
+                                 EXPECT_EQ(shape.cluster_ctas, ctas) << what;
+                                 return shape.cluster_ctas == ctas;
+                               });
+      if (HasFatalFailure()) return;
+      // In place: each thread reads its elements before it overwrites them.
+      const std::string what =
+          std::string(DTypeName(dtype)) + label + " in place H=" + std::to_string(hidden);
+      SCOPED_TRACE(what);
+      const Inputs inputs(dtype, hidden, 7, rng);
+      ASSERT_EQ(RunAndCheck(inputs, DType::kFloat32, true, true, 0.0f, Cluster(ctas), rng, what),
+                0);
     }
   }
 }
