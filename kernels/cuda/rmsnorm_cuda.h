@@ -66,9 +66,10 @@ struct RmsNormOptions {
   LeanTwoPass lean_two_pass = LeanTwoPass::kAuto;
   // CTAs that share one row in the cluster kernel (RmsNormClusterKernel, sm_90): each loads,
   // normalizes and stores 1/C of the row, so a launch of few rows spreads its bytes over C times
-  // as many multiprocessors. 0: automatic (launches of few rows with H <= 16384, see
-  // ChooseKernelShape); 1: never; 2, 4 or 8: forced where the row fits C blocks of 512 threads
-  // (else refused with cudaErrorInvalidValue). On GPUs without clusters the register kernel runs.
+  // as many multiprocessors. 0: automatic (H <= 16384, rows that move >= 96 KB with their outputs,
+  // launches of at most 128 CTAs: where it measured faster on the H200, docs/KERNELS.md "v7");
+  // 1: never; 2, 4 or 8: forced where the row fits C blocks of 512 threads (else refused with
+  // cudaErrorInvalidValue). On GPUs without clusters the register kernel runs.
   int cluster_ctas = 0;
   // Throughput-bound register launches of about one wave of blocks (single segment with a
   // residual, vector path) read the weight after the row's reduction; with this each block first
