@@ -12,9 +12,9 @@
 // Layout: CTA `rank` of the cluster of row `blockIdx.x / C` has G threads; thread t of it is thread
 // rank * G + t of the row's C * G, and holds the row's 16-byte vector of that index (vector path),
 // or its elements of that index plus m * C * G for m < kVecElems<T> (element path, as the row
-// kernel's with G replaced by C * G). Each CTA sums its warps' sums in a fixed order into its own
-// shared `cta_sum`; after a cluster barrier every CTA adds the C sums in rank order, so all CTAs of
-// the row compute the same scale, bit for bit, whatever the timing.
+// kernel's with G replaced by C * G). Each CTA sums its threads in a fixed order (BlockSumInWarp0)
+// into its own shared `cta_sum`; after a cluster barrier every CTA adds the C sums in rank order,
+// so all CTAs of the row compute the same scale, bit for bit, whatever the timing.
 //
 // Preconditions (checked by the launcher): sm_90 or newer, launched with cluster dimension C
 // (2, 4 or 8) in x, gridDim.x == total_rows * C, blockDim.x == G a multiple of 32 with
@@ -139,15 +139,8 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
   for (int v = 0; v < kV; ++v) sum_squares = fmaf(h[v], h[v], sum_squares);
 
   // This CTA's share of the sum, then the cluster's, in rank order.
-  sum_squares = WarpSum(sum_squares);
-  const int warp = static_cast<int>(threadIdx.x) >> 5;
-  if ((threadIdx.x & 31) == 0) warp_sums[warp] = sum_squares;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float s = 0.0f;
-    for (int i = 0; i < (G >> 5); ++i) s += warp_sums[i];
-    cta_sum = s;
-  }
+  const float block_sum = BlockSumInWarp0(sum_squares, G, warp_sums);
+  if (threadIdx.x == 0) cta_sum = block_sum;
   ClusterArrive();
   ClusterWait();
   float total = 0.0f;

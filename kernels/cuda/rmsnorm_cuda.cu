@@ -1,6 +1,7 @@
-// Host launchers of the RMSNorm kernels (rmsnorm_kernels.cuh, rmsnorm_staged_kernel.cuh): pick the
-// kernel and its shape from the dtype, hidden size and rows, check what can be checked on the host,
-// and launch with cudaLaunchKernelEx (so that programmatic dependent launch is one attribute away).
+// Host launchers of the RMSNorm kernels (rmsnorm_kernels.cuh, rmsnorm_two_pass_kernel.cuh,
+// rmsnorm_staged_kernel.cuh, rmsnorm_cluster_kernel.cuh): pick the kernel and its shape from the
+// dtype, hidden size and rows, check what can be checked on the host, and launch with
+// cudaLaunchKernelEx (so that programmatic dependent launch and clusters are one attribute away).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -11,6 +12,7 @@
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
 #include "kernels/cuda/rmsnorm_staged_kernel.cuh"
+#include "kernels/cuda/rmsnorm_two_pass_kernel.cuh"
 
 namespace normd::cuda {
 namespace {
@@ -116,12 +118,13 @@ cudaError_t LaunchKernel(void (*kernel)(KernelParams), const KernelParams& param
   return cudaLaunchKernelEx(&config, kernel, params);
 }
 
-// Whether the current device runs thread block clusters and the copy engine's bulk copies (sm_90).
-bool DeviceIsSm90OrNewer() {
-  int device = 0;
+// Whether the current device runs thread block clusters and the copy engine's bulk copies (sm_90);
+// the device's number in *device.
+bool DeviceIsSm90OrNewer(int* device) {
   int major = 0;
-  return cudaGetDevice(&device) == cudaSuccess &&
-         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+  return cudaGetDevice(device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, *device) ==
+             cudaSuccess &&
          major >= 9;
 }
 
@@ -163,8 +166,9 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
   size_t shared_bytes = 0;
   if (options.weights_through_shared && residual && !early && blocks <= kSharedWeightMaxBlocks &&
       params.table == nullptr && internal::CanVectorize<T>(params.single, params.hidden)) {
-    const int64_t weight_item = params.single.weight_dtype == DType::kFloat32 ? 4 : sizeof(T);
-    const int64_t bytes = params.hidden * weight_item;
+    // RmsNorm admits weights of the input's dtype or fp32 only.
+    const int64_t bytes =
+        params.hidden * static_cast<int64_t>(ItemSize(params.single.weight_dtype));
     if (bytes <= kSharedWeightMaxBytes) {
       shared_bytes = static_cast<size_t>(bytes);
       params.shared_weights = 1;
@@ -283,9 +287,8 @@ template <typename T>
 bool TryLaunchStaged(const KernelParams& params, const StagedShape& shape, bool pdl,
                      cudaStream_t stream, cudaError_t* result) {
   const RmsNormSegment& seg = params.single;
-  if (!internal::CanVectorize<T>(seg, params.hidden) || !DeviceIsSm90OrNewer()) return false;
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (!internal::CanVectorize<T>(seg, params.hidden) || !DeviceIsSm90OrNewer(&device)) return false;
   *result = LaunchStagedTyped<T>(params, shape, seg.residual != nullptr, pdl, device, stream);
   return true;
 }
@@ -336,8 +339,7 @@ int ClusterCtasFor(DType dtype, int64_t hidden, int64_t vectors, int64_t rows, b
     return c == 1 || c == 2 || c == 4 || c == internal::kMaxClusterCtas ? c : 0;
   }
   const int64_t row_bytes = (residual ? 4 : 2) * hidden * static_cast<int64_t>(ItemSize(dtype));
-  if (overridden || options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
-      hidden > kRegisterMaxHidden || row_bytes < kClusterMinRowBytes) {
+  if (overridden || hidden > kRegisterMaxHidden || row_bytes < kClusterMinRowBytes) {
     return 1;
   }
   int c = 1;
@@ -352,7 +354,8 @@ cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNor
                    cudaStream_t stream) {
   KernelShape shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, options);
   if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
-  if (shape.cluster_ctas > 1 && !DeviceIsSm90OrNewer()) {
+  int device = 0;
+  if (shape.cluster_ctas > 1 && !DeviceIsSm90OrNewer(&device)) {
     RmsNormOptions no_cluster = options;  // no clusters before sm_90: the register kernel
     no_cluster.cluster_ctas = 1;
     shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_cluster);

@@ -1,19 +1,14 @@
 // The RMSNorm kernels. Internal to the CUDA library (included by rmsnorm_cuda.cu only).
 //
-// Two kernels here, one math (kernels/rmsnorm.h); a third, for large single-segment launches on
-// sm_90, streams rows through shared memory (rmsnorm_staged_kernel.cuh), and a fourth, for launches
-// of few long rows on sm_90, splits each row over a cluster of CTAs (rmsnorm_cluster_kernel.cuh);
-// both share the helpers below:
+// The register kernel and the helpers every RMSNorm kernel shares (one math, kernels/rmsnorm.h).
+// The others: the two-pass kernel for rows past 16384 and the lean variant
+// (rmsnorm_two_pass_kernel.cuh), the staged kernel for large single-segment launches on sm_90
+// (rmsnorm_staged_kernel.cuh), the cluster kernel for launches of few long rows on sm_90
+// (rmsnorm_cluster_kernel.cuh).
 //  - RmsNormRowKernel<T, kN>: a group of G threads owns one row and keeps it in registers, so each
-//  input
-//    element is read from device memory once. Thread t of the group holds kN 16-byte vectors, at
-//    vector indices t, t + G, ..., t + (kN-1)G. G is a power of two up to 32 (several rows per
+//    input element is read from device memory once. Thread t of the group holds kN 16-byte vectors,
+//    at vector indices t, t + G, ..., t + (kN-1)G. G is a power of two up to 32 (several rows per
 //    warp) or a multiple of 32 up to 512 (a block of several warps per row). Used for H <= 16384.
-//  - RmsNormTwoPassKernel<T>: one block per row for larger H (to 65536): the first pass forms the
-//  sum of
-//    squares, the second re-reads the row (mostly from L2) and writes. Nothing is written in the
-//    first pass, so an in-place residual (residual_out == residual) is still read unrounded in the
-//    second.
 //
 // Vector or scalar access is decided per segment at run time: 16-byte accesses only when every
 // pointer of the segment is 16-byte aligned and a row is a whole number of vectors; otherwise
@@ -31,11 +26,6 @@
 namespace normd::cuda::internal {
 
 inline constexpr int kMaxBlockThreads = 512;
-inline constexpr int kTwoPassThreads = 512;
-// Vectors per thread per iteration of the two-pass kernel: 16 elements, 64 bytes of fp32 (with an
-// unroll of 4 for 16-bit types ptxas spilled under the 2-blocks-per-SM register cap).
-template <typename T>
-inline constexpr int kTwoPassUnroll = 16 / kVecElems<T>;
 
 struct KernelParams {
   RmsNormSegment single;        // the segment when table is null; its row r is launch row r
@@ -112,23 +102,17 @@ __device__ __forceinline__ float GroupSum(float v, int group_threads, float* war
   return total;
 }
 
-// 1 / sqrt(sum of `v` over the block / hidden + eps), for a block of `block_threads` (a multiple of
-// 32) working on one row: each warp sums its lanes, warp 0 sums the warps' sums in a fixed order
-// and computes the scale, which every thread reads back. Deterministic like GroupSum, and the
-// division and root are done once per block instead of once per thread.
-__device__ __forceinline__ float BlockInvRms(float v, int block_threads, float* warp_sums,
-                                             float* block_result, float hidden, float eps) {
+// Sum of v over a block of `block_threads` (a multiple of 32) working on one row, in a fixed order:
+// each warp sums its lanes, then warp 0 sums the warps' sums. Only warp 0 gets the total (the
+// others get 0). Every thread of the block must call it (it holds a barrier).
+__device__ __forceinline__ float BlockSumInWarp0(float v, int block_threads, float* warp_sums) {
   v = WarpSum(v);
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int lane = static_cast<int>(threadIdx.x) & 31;
   if (lane == 0) warp_sums[warp] = v;
   __syncthreads();
-  if (warp == 0) {
-    const float total = WarpSum(lane < (block_threads >> 5) ? warp_sums[lane] : 0.0f);
-    if (lane == 0) *block_result = 1.0f / sqrtf(total / hidden + eps);
-  }
-  __syncthreads();
-  return *block_result;
+  if (warp != 0) return 0.0f;
+  return WarpSum(lane < (block_threads >> 5) ? warp_sums[lane] : 0.0f);
 }
 
 // What the kernel knows of the weights' dtype when it is compiled. kEither: fp32 or the input's
@@ -459,158 +443,6 @@ __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeig
           if (has_residual) StoreScalar<T>(seg.residual_out, base + e, h[v]);
         }
       }
-    }
-  }
-}
-
-// How the two-pass kernel reads a row. kPlain: ordinary loads in both passes. kKeep (first pass of
-// the lean kernel) and kLastUse (its second pass): see LoadVecKeep.
-enum class RowRead { kPlain, kKeep, kLastUse };
-
-// The L2 policy a read of kind kRead attaches (unused for kPlain).
-template <RowRead kRead>
-__device__ __forceinline__ uint64_t RowReadPolicy() {
-  if constexpr (kRead == RowRead::kKeep) {
-    return L2EvictLastPolicy();
-  } else if constexpr (kRead == RowRead::kLastUse) {
-    return L2EvictFirstPolicy();
-  } else {
-    return 0;
-  }
-}
-
-template <RowRead kRead>
-__device__ __forceinline__ uint4 LoadRowVec(const void* base, int64_t idx, uint64_t policy) {
-  if constexpr (kRead == RowRead::kKeep) {
-    return LoadVecKeep(base, idx, policy);
-  } else if constexpr (kRead == RowRead::kLastUse) {
-    return LoadVecLastUse(base, idx, policy);
-  } else {
-    return LoadVec(base, idx);
-  }
-}
-
-// h for vector j of a row (x + r, unrounded), or the element-path equivalent for element e.
-template <typename T, RowRead kRead = RowRead::kPlain>
-__device__ __forceinline__ void LoadHVec(const RmsNormSegment& s, bool has_residual, int64_t idx,
-                                         float (&h)[kVecElems<T>], uint64_t policy = 0) {
-  UnpackVec<T>(LoadRowVec<kRead>(s.input, idx, policy), h);
-  if (has_residual) {
-    float r[kVecElems<T>];
-    UnpackVec<T>(LoadRowVec<kRead>(s.residual, idx, policy), r);
-#pragma unroll
-    for (int v = 0; v < kVecElems<T>; ++v) h[v] += r[v];
-  }
-}
-
-// One block per row: the sum of squares over the row, then the row read again for the output.
-// kLean = false (H > 16384 by default): 16 elements per thread per iteration, two blocks of 512
-// threads per multiprocessor; the second read comes mostly from L2. kLean = true: at most 32
-// registers, so four blocks of 512 threads (a full multiprocessor) are resident, two 16-byte
-// vectors per thread per iteration in the first pass and one in the second; the first read marks
-// the row's lines to be kept (L1 and L2) and the second takes them from there (the structure and
-// cache hints of the kernel torch.compile's Inductor generates for this formula). kResidual =
-// false: the launch carries no residuals, and the kernel has no instructions for them (they cost
-// the lean kernel issue slots even when predicated off). kW: see WeightKind.
-template <typename T, bool kLean = false, bool kResidual = true,
-          WeightKind kW = WeightKind::kEither>
-__global__ void __launch_bounds__(kTwoPassThreads, kLean ? 4 : 2)
-    RmsNormTwoPassKernel(const __grid_constant__ KernelParams p) {
-  constexpr int kV = kVecElems<T>;
-  // Vectors per thread per iteration: the first pass of the lean kernel issues two before it uses
-  // either (its values are summed and dropped at once); its second pass keeps one.
-  constexpr int kU1 = kLean ? 2 : kTwoPassUnroll<T>;
-  constexpr int kU = kLean ? 1 : kTwoPassUnroll<T>;
-  constexpr RowRead kFirstRead = kLean ? RowRead::kKeep : RowRead::kPlain;
-  constexpr RowRead kSecondRead = kLean ? RowRead::kLastUse : RowRead::kPlain;
-  __shared__ float warp_sums[kTwoPassThreads / 32];
-  const int G = static_cast<int>(blockDim.x);
-  const int t = static_cast<int>(threadIdx.x);
-  const int64_t H = p.hidden;
-
-  GridDependencyLaunchDependents();
-  GridDependencyWait();
-  RmsNormSegment seg;
-  int64_t local = 0;
-  const bool active = ResolveRow(p, blockIdx.x, seg, local);
-  const bool vec = active && CanVectorize<T>(seg, H);
-  const bool has_residual = kResidual && active && seg.residual != nullptr;
-  const int64_t nv = H / kV;
-
-  const uint64_t first_policy = RowReadPolicy<kFirstRead>();
-  const uint64_t second_policy = RowReadPolicy<kSecondRead>();
-  float sum_squares = 0.0f;
-  if (vec) {
-    const int64_t base = local * nv;
-    for (int64_t j0 = t; j0 < nv; j0 += static_cast<int64_t>(kU1) * G) {
-      float h[kU1][kV];
-#pragma unroll
-      for (int u = 0; u < kU1; ++u) {
-        const int64_t j = j0 + static_cast<int64_t>(u) * G;
-        if (j < nv) {
-          LoadHVec<T, kFirstRead>(seg, has_residual, base + j, h[u], first_policy);
-#pragma unroll
-          for (int v = 0; v < kV; ++v) sum_squares = fmaf(h[u][v], h[u][v], sum_squares);
-        }
-      }
-    }
-  } else if (active) {
-    const int64_t base = local * H;
-    for (int64_t e = t; e < H; e += G) {
-      float x = LoadScalar<T>(seg.input, base + e);
-      if (has_residual) x += LoadScalar<T>(seg.residual, base + e);
-      sum_squares = fmaf(x, x, sum_squares);
-    }
-  }
-  float inv_rms;
-  if constexpr (kLean) {
-    // With one vector per thread, per-thread work per row is what limits (ncu: the issue slots were
-    // 85-92% busy): warp 0 finishes the sum and computes the scale once for the block.
-    __shared__ float block_inv_rms;
-    inv_rms = BlockInvRms(sum_squares, G, warp_sums, &block_inv_rms, static_cast<float>(H),
-                          active ? seg.eps : 0.0f);
-    if (!active) return;
-  } else {
-    const float total = GroupSum(sum_squares, G, warp_sums);
-    if (!active) return;
-    inv_rms = 1.0f / sqrtf(total / static_cast<float>(H) + seg.eps);
-  }
-  const float offset = seg.weight_offset;
-
-  if (vec) {
-    const int64_t base = local * nv;
-    for (int64_t j0 = t; j0 < nv; j0 += static_cast<int64_t>(kU) * G) {
-      float h[kU][kV];
-      uint4 wraw[kU][kWeightVecs<T, kW>];
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int64_t j = j0 + static_cast<int64_t>(u) * G;
-        if (j < nv) {
-          LoadHVec<T, kSecondRead>(seg, has_residual, base + j, h[u], second_policy);
-          LoadWeightVec<T, kW>(seg, j, wraw[u]);
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int64_t j = j0 + static_cast<int64_t>(u) * G;
-        if (j < nv) {
-          float w[kV];
-          UnpackWeightVec<T, kW>(seg, wraw[u], w);
-          float y[kV];
-#pragma unroll
-          for (int v = 0; v < kV; ++v) y[v] = h[u][v] * inv_rms * (offset + w[v]);
-          StoreVec(seg.output, base + j, PackVec<T>(y));
-          if (has_residual) StoreVec(seg.residual_out, base + j, PackVec<T>(h[u]));
-        }
-      }
-    }
-  } else {
-    const int64_t base = local * H;
-    for (int64_t e = t; e < H; e += G) {
-      float x = LoadScalar<T>(seg.input, base + e);
-      if (has_residual) x += LoadScalar<T>(seg.residual, base + e);
-      StoreScalar<T>(seg.output, base + e, x * inv_rms * (offset + WeightAt<T>(seg, e)));
-      if (has_residual) StoreScalar<T>(seg.residual_out, base + e, x);
     }
   }
 }
