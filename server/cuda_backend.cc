@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "server/cuda_executor.h"
 #include "server/log.h"
+#include "server/usable_cpus.h"
 
 namespace normd {
 namespace {
@@ -115,6 +116,14 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
   if (!gpus.ok()) return gpus.status();
   Backend backend;
   backend.name = "cuda";
+  BatchLimits limits = config.batch;
+  if (config.busy_poll_automatic) {
+    const int workers = static_cast<int>(gpus->size()) * config.workers_per_gpu;
+    limits.busy_poll = AutomaticBusyPoll(UsableCpuCount(), workers);
+    Log(LogLevel::kInfo,
+        "busy polling (--busy-poll-us=-1, automatic): ", absl::FormatDuration(limits.busy_poll),
+        " for ", workers, " workers on ", UsableCpuCount(), " usable CPUs");
+  }
   for (int gpu : *gpus) {
     cudaDeviceProp props{};
     if (cudaError_t e = cudaGetDeviceProperties(&props, gpu); e != cudaSuccess) {
@@ -139,7 +148,7 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
       absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
           CudaExecutor::Create(gpu, w, config.max_weight_bytes, config.zero_copy_max_bytes, metrics);
       if (!executor.ok()) return executor.status();
-      backend.workers.push_back(std::make_unique<Worker>(*std::move(executor), config.batch, metrics));
+      backend.workers.push_back(std::make_unique<Worker>(*std::move(executor), limits, metrics));
     }
   }
   return backend;

@@ -48,10 +48,14 @@ ABSL_FLAG(int64_t, max_queue_delay_us, 0,
 ABSL_FLAG(int64_t, company_wait_us, 0,
           "Adaptive batching for clients that wait for each answer: a launch may wait up to this long for as "
           "many requests as the worker's previous launch carried (0 = off; one client alone never waits)");
-ABSL_FLAG(int64_t, busy_poll_us, 0,
-          "Latency for CPU: after its last launch a worker's thread polls for new requests this long (a core "
-          "busy meanwhile) instead of sleeping, and launches small ones (up to 64 KiB) itself with its caches warm "
-          "(0 = off)");
+ABSL_FLAG(int64_t, busy_poll_us, -1,
+          "Latency for CPU: after its last launch a worker's thread polls for new requests this "
+          "long (a core "
+          "busy meanwhile) instead of sleeping, and launches small ones (up to 64 KiB) itself with "
+          "its caches warm "
+          "(0 = off; -1 = automatic: 1000 with the CUDA backend when normd may run on at least 4 "
+          "CPUs per "
+          "worker, else off)");
 ABSL_FLAG(int64_t, max_queue_bytes, int64_t{1} << 30,
           "Payload bytes of accepted, unanswered requests; past it new requests get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, max_concurrent_streams, 256,
@@ -119,7 +123,12 @@ absl::Status CheckPositive(absl::string_view name, int64_t value) {
 }  // namespace
 
 absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
-  absl::SetProgramUsageMessage(kUsage);
+  // absl allows one usage message per process; tests load configurations more than once.
+  static const bool usage_set = [] {
+    absl::SetProgramUsageMessage(kUsage);
+    return true;
+  }();
+  (void)usage_set;
   // --help lists normd's own flags (absl's default looks for flags defined in main's file).
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = &IsNormdFlagFile;
@@ -163,7 +172,9 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   c.batch.max_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
   c.batch.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   c.batch.company_wait = absl::Microseconds(absl::GetFlag(FLAGS_company_wait_us));
-  c.batch.busy_poll = absl::Microseconds(absl::GetFlag(FLAGS_busy_poll_us));
+  c.busy_poll_automatic = absl::GetFlag(FLAGS_busy_poll_us) == -1;
+  if (!c.busy_poll_automatic)
+    c.batch.busy_poll = absl::Microseconds(absl::GetFlag(FLAGS_busy_poll_us));
   c.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes);
   c.max_weight_bytes = absl::GetFlag(FLAGS_max_weight_bytes);
   c.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
@@ -190,11 +201,16 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
                                                    " exceeds gRPC's 2 GiB message limit"));
   }
   if (absl::GetFlag(FLAGS_max_queue_delay_us) < 0 || absl::GetFlag(FLAGS_company_wait_us) < 0 ||
-      absl::GetFlag(FLAGS_busy_poll_us) < 0 || c.drain_timeout < absl::ZeroDuration()) {
+      c.drain_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--max_queue_delay_us = ", absl::GetFlag(FLAGS_max_queue_delay_us), ", --company_wait_us = ",
-        absl::GetFlag(FLAGS_company_wait_us), ", --busy_poll_us = ", absl::GetFlag(FLAGS_busy_poll_us),
+        "--max_queue_delay_us = ", absl::GetFlag(FLAGS_max_queue_delay_us),
+        ", --company_wait_us = ", absl::GetFlag(FLAGS_company_wait_us),
         " and --drain_timeout = ", absl::FormatDuration(c.drain_timeout), " must be >= 0"));
+  }
+  if (absl::GetFlag(FLAGS_busy_poll_us) < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--busy_poll_us = ", absl::GetFlag(FLAGS_busy_poll_us),
+                     " must be >= 0, or -1 for automatic"));
   }
   if (c.malloc_arenas < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--malloc_arenas = ", c.malloc_arenas, " must be >= 0"));
@@ -209,6 +225,13 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
                                                    "': expected debug, info, warning or error"));
   }
   return c;
+}
+
+absl::Duration AutomaticBusyPoll(int usable_cpus, int cuda_workers) {
+  if (cuda_workers <= 0 || usable_cpus < kBusyPollAutomaticCpusPerWorker * cuda_workers) {
+    return absl::ZeroDuration();
+  }
+  return kBusyPollAutomatic;
 }
 
 }  // namespace normd

@@ -34,6 +34,8 @@ struct ServerConfig {
   int64_t max_hidden = 0;
   int64_t max_request_bytes = 0;
   BatchLimits batch;
+  // --busy-poll-us=-1 (the default): the backend sets batch.busy_poll with AutomaticBusyPoll.
+  bool busy_poll_automatic = false;
   int64_t max_queue_bytes = 0;
   int max_concurrent_streams = 0;  // per HTTP/2 connection
   int malloc_arenas = 0;           // glibc's M_ARENA_MAX, resolved: > 0
@@ -42,6 +44,17 @@ struct ServerConfig {
   absl::Duration drain_timeout;
   LogLevel log_level = LogLevel::kInfo;
 };
+
+// --busy-poll-us's automatic choice. Polling makes a lone small request's CUDA launch and wait run
+// on a thread that never slept: at c=1 on the H200 machine (16 cores) normd's p50 over a bare gRPC
+// echo fell from +67..+98 us to +7..+37 us for 1 x 4096 bf16 requests (docs/BENCHMARKS.md, "One
+// request at a time"), for up to a core per polling worker while requests keep coming within the
+// window. So it is on where that core is a small share: the CUDA backend (the CPU backend's
+// launches do not pay the driver's cold-thread cost) with at least kBusyPollAutomaticCpusPerWorker
+// usable CPUs per worker.
+inline constexpr int kBusyPollAutomaticCpusPerWorker = 4;
+inline constexpr absl::Duration kBusyPollAutomatic = absl::Microseconds(1000);
+absl::Duration AutomaticBusyPoll(int usable_cpus, int cuda_workers);
 
 // Parses the environment and the command line (exits for --help) and checks every value.
 absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv);

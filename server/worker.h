@@ -1,25 +1,27 @@
-// A worker: one queue, one thread, one executor (a CPU pool, or a CUDA stream with its pinned buffers).
+// A worker: one queue, one thread, one executor (a CPU pool, or a CUDA stream with its pinned
+// buffers).
 //
-// The thread sleeps while the queue is empty. When a request arrives and the worker is idle it launches
-// at once; while a launch runs, new requests accumulate and go out together in the next one (see
-// batch_former.h for the rules). Each request is answered from this thread as soon as its launch ends.
+// The thread sleeps while the queue is empty. When a request arrives and the worker is idle it
+// launches at once; while a launch runs, new requests accumulate and go out together in the next
+// one (see batch_former.h for the rules). Each request is answered from this thread as soon as its
+// launch ends.
 //
-// The shortcut: when the thread is idle, the queue is empty, batching does not wait (--max-queue-delay-us
-// = 0, and no company is expected: see BatchLimits::company_wait) and the executor allows it (CPU and
-// CUDA do), a request that allows it is computed and answered on the thread that submits it, as a
-// launch of one. At low load that is what the
-// worker thread would have done anyway, minus two thread wake-ups (half of a small request's latency on
-// a 2-core machine). Requests arriving meanwhile queue up and go out batched as usual.
+// The shortcut: when the thread is idle, the queue is empty, batching does not wait
+// (--max-queue-delay-us = 0, and no company is expected: see BatchLimits::company_wait) and the
+// executor allows it (CPU and CUDA do), a request that allows it is computed and answered on the
+// thread that submits it, as a launch of one. At low load that is what the worker thread would have
+// done anyway, minus two thread wake-ups (half of a small request's latency on a 2-core machine).
+// Requests arriving meanwhile queue up and go out batched as usual.
 //
-// Busy polling (BatchLimits::busy_poll, --busy-poll-us, off by default): after each launch the thread
-// spins on its queue for that long before it sleeps, and a small request (up to
-// kBusyPollHandOffMaxBytes) is handed to it rather than run by the shortcut: one arriving within the
-// window is launched at once by a thread that never slept. A gRPC thread wakes from epoll with cold
-// caches, and the CUDA driver's launch and wait then cost about twice what they cost on a thread that
-// stays hot (docs/BENCHMARKS.md, "One request at a time"). A larger request still takes the shortcut
-// when the thread is idle or polling: copying its bytes costs more than the launch, and the thread that
-// just parsed them has them in its cache. The price is a core kept busy while clients keep coming
-// within the window.
+// Busy polling (BatchLimits::busy_poll, --busy-poll-us; automatic by default, see AutomaticBusyPoll
+// in server_config.h): after each launch the thread spins on its queue for that long before it
+// sleeps, and a small request (up to kBusyPollHandOffMaxBytes) is handed to it rather than run by
+// the shortcut: one arriving within the window is launched at once by a thread that never slept. A
+// gRPC thread wakes from epoll with cold caches, and the CUDA driver's launch and wait then cost
+// about twice what they cost on a thread that stays hot (docs/BENCHMARKS.md, "One request at a
+// time"). A larger request still takes the shortcut when the thread is idle or polling: copying its
+// bytes costs more than the launch, and the thread that just parsed them has them in its cache. The
+// price is a core kept busy while clients keep coming within the window.
 #ifndef NORMD_SERVER_WORKER_H_
 #define NORMD_SERVER_WORKER_H_
 

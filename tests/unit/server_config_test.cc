@@ -1,0 +1,64 @@
+// LoadServerConfig's handling of --busy-poll-us (automatic by default, explicit values kept,
+// nonsense refused), and the automatic rule itself (server/server_config.h).
+#include "server/server_config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/flags/reflection.h"
+
+namespace normd {
+namespace {
+
+absl::StatusOr<ServerConfig> Load(std::vector<std::string> args) {
+  args.insert(args.begin(), "normd");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return LoadServerConfig(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(ServerConfigTest, BusyPollIsAutomaticByDefault) {
+  absl::FlagSaver restore_flags;
+  absl::StatusOr<ServerConfig> config = Load({});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->busy_poll_automatic);
+  // Left for the backend to decide: the CPU backend keeps it off.
+  EXPECT_EQ(config->batch.busy_poll, absl::ZeroDuration());
+}
+
+TEST(ServerConfigTest, BusyPollGivenExplicitlyIsKept) {
+  absl::FlagSaver restore_flags;
+  for (const auto& [flag, expected] :
+       {std::pair<std::string, absl::Duration>{"--busy-poll-us=0", absl::ZeroDuration()},
+        {"--busy-poll-us=250", absl::Microseconds(250)}}) {
+    SCOPED_TRACE(flag);
+    absl::StatusOr<ServerConfig> config = Load({flag});
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_FALSE(config->busy_poll_automatic);
+    EXPECT_EQ(config->batch.busy_poll, expected);
+  }
+}
+
+TEST(ServerConfigTest, BusyPollBelowMinusOneIsRefusedWithTheValue) {
+  absl::FlagSaver restore_flags;
+  absl::StatusOr<ServerConfig> config = Load({"--busy-poll-us=-5"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(config.status().message().find("--busy_poll_us = -5"), std::string::npos)
+      << config.status();
+}
+
+TEST(ServerConfigTest, AutomaticBusyPollNeedsFourCpusPerWorker) {
+  EXPECT_EQ(AutomaticBusyPoll(/*usable_cpus=*/16, /*cuda_workers=*/2),
+            kBusyPollAutomatic);  // the H200 machine
+  EXPECT_EQ(AutomaticBusyPoll(8, 2), kBusyPollAutomatic);
+  EXPECT_EQ(AutomaticBusyPoll(7, 2), absl::ZeroDuration());
+  EXPECT_EQ(AutomaticBusyPoll(2, 2), absl::ZeroDuration());   // a laptop or CI VM with a GPU
+  EXPECT_EQ(AutomaticBusyPoll(128, 16), kBusyPollAutomatic);  // eight GPUs, two workers each
+  EXPECT_EQ(AutomaticBusyPoll(16, 0), absl::ZeroDuration());
+}
+
+}  // namespace
+}  // namespace normd
