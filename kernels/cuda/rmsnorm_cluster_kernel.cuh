@@ -1,5 +1,5 @@
 // RmsNormClusterKernel: the latency kernel for launches of few rows (sm_90). Internal to the CUDA
-// library (included by rmsnorm_cuda.cu only).
+// library (included by rmsnorm_cuda.cu and, for its constants, kernel_shapes.cu).
 //
 // Why: with one or a few rows, one multiprocessor moves a whole row (x, the weight, the output, and
 // with a residual r and residual_out) while the others idle. On the H200, 20 launches replayed from

@@ -60,7 +60,7 @@ struct RmsNormOptions {
   // registers so that four such blocks share a multiprocessor; the row is read twice, the second
   // time from L1/L2, with Triton's eviction hints). kAuto takes it for single-segment launches of
   // the shapes where it measured faster than the register kernel on the H200 (LeanTwoPassWins in
-  // rmsnorm_cuda.cu, docs/KERNELS.md "v6"); kOn forces it (tests, benchmarks); batched launches
+  // kernel_shapes.cu, docs/KERNELS.md "v6"); kOn forces it (tests, benchmarks); batched launches
   // never take it under kAuto.
   enum class LeanTwoPass { kAuto, kOff, kOn };
   LeanTwoPass lean_two_pass = LeanTwoPass::kAuto;

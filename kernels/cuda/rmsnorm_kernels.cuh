@@ -1,4 +1,5 @@
-// The RMSNorm kernels. Internal to the CUDA library (included by rmsnorm_cuda.cu only).
+// The RMSNorm kernels. Internal to the CUDA library (included by rmsnorm_cuda.cu and, for its
+// constants, kernel_shapes.cu).
 //
 // The register kernel and the helpers every RMSNorm kernel shares (one math, kernels/rmsnorm.h).
 // The others: the two-pass kernel for rows past 16384 and the lean variant

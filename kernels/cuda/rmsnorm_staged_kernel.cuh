@@ -1,5 +1,5 @@
 // RmsNormStagedKernel: the throughput kernel for one segment of many rows (sm_90). Internal to the
-// CUDA library (included by rmsnorm_cuda.cu only).
+// CUDA library (included by rmsnorm_cuda.cu and, for its constants, kernel_shapes.cu).
 //
 // Why: the row kernel (rmsnorm_kernels.cuh) holds a row in registers, so a multiprocessor has loads
 // in flight only for the rows whose groups are still loading; while a group reduces and stores,

@@ -1,9 +1,10 @@
 // RmsNormTwoPassKernel: one block per row, the row read twice (the sum of squares, then the
-// output). Internal to the CUDA library (included by rmsnorm_cuda.cu only).
+// output). Internal to the CUDA library (included by rmsnorm_cuda.cu and, for its constants,
+// kernel_shapes.cu).
 //
 // Used for H > 16384 (to 65536), where a row does not fit the register kernel
 // (rmsnorm_kernels.cuh), and in its lean variant at the shapes where it measured faster than the
-// register kernel (LeanTwoPassWins, rmsnorm_cuda.cu). Nothing is written in the first pass, so an
+// register kernel (LeanTwoPassWins, kernel_shapes.cu). Nothing is written in the first pass, so an
 // in-place residual (residual_out == residual) is still read unrounded in the second.
 #ifndef NORMD_KERNELS_CUDA_RMSNORM_TWO_PASS_KERNEL_CUH_
 #define NORMD_KERNELS_CUDA_RMSNORM_TWO_PASS_KERNEL_CUH_

@@ -1,0 +1,261 @@
+// The shape choosers: which kernel (register rows, two-pass, lean two-pass, cluster, staged) and
+// which thread mapping a launch of `rows` rows of `hidden` elements gets, from the dtype, H, rows
+// and RmsNormOptions' overrides. Host code only, with the thresholds the H200 measurements chose
+// (docs/KERNELS.md); rmsnorm_cuda.cu launches what they choose. Declared in rmsnorm_cuda.h, so that
+// tests and the kernel benchmark can ask for the shape without launching.
+#include <algorithm>
+
+#include "kernels/cuda/host_helpers.h"
+#include "kernels/cuda/rmsnorm_cluster_kernel.cuh"
+#include "kernels/cuda/rmsnorm_cuda.h"
+#include "kernels/cuda/rmsnorm_kernels.cuh"
+#include "kernels/cuda/rmsnorm_staged_kernel.cuh"
+#include "kernels/cuda/rmsnorm_two_pass_kernel.cuh"
+
+namespace normd::cuda {
+namespace {
+
+using internal::CeilDiv;
+using internal::ValidDType;
+// Rows up to this many elements stay in registers (issue 3: read once for H <= 16384).
+constexpr int64_t kRegisterMaxHidden = 16384;
+// The automatic shape spreads a row over up to this many threads when rows are few.
+constexpr int kPreferredGroupThreads = 256;
+// "Few rows": rows * threads_per_row under this many threads (about a third of the H200's 132 x
+// 2048 resident threads). Chosen from the shape sweep (docs/KERNELS.md): 1024 x 4096 bf16 ran 7.8
+// us as 128 x 4 and 9.2 us as 256 x 2; 1024 x 1024 ran 4.7 us as 128 x 1 and 5.1 us as 32 x 4.
+constexpr int64_t kSpreadBelowThreads = 100000;
+// Blocks of row groups smaller than 128 threads hold several rows, up to this many threads.
+constexpr int kSmallGroupBlockThreads = 256;
+
+// The cluster kernel under the automatic choice: rows that move at least kClusterMinRowBytes (x and
+// the output, with a residual also r and residual_out), in launches that stay within
+// kClusterMaxCtas CTAs (about one per multiprocessor of the H200's 132); C the smallest power of
+// two (up to 8) that leaves each CTA at most kClusterCtaVectors 16-byte vectors of the row. On the
+// H200 the cluster costs ~0.2 us (without PDL) to ~0.45 us (with) over one block per row, and saves
+// ~20 ns per KB a multiprocessor no longer moves (docs/KERNELS.md "v7").
+constexpr int64_t kClusterMinRowBytes = 96 << 10;
+constexpr int64_t kClusterMaxCtas = 128;
+constexpr int64_t kClusterCtaVectors = 128;
+
+// Shared memory the staged kernel's stages may take per block (sm_90 allows 227 KB): enough for
+// several 32 KB tiles, so that each multiprocessor always has one or more on their way.
+constexpr int64_t kStagedSharedBudget = 192 << 10;
+// The automatic choice takes the staged kernel from these sizes on (see ChooseStagedShape).
+constexpr int64_t kStagedAutoMinHidden = 8192;  // exclusive
+constexpr int64_t kStagedAutoMinRows = 1024;
+// Bytes per tile the staged kernel aims at (R rows of one tensor): large copies, several per stage
+// budget.
+constexpr int64_t kStagedTileBytes = 32 << 10;
+
+int64_t PowerOfTwoCeil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+// Threads of a row group that covers `vectors`: a power of two up to 32, else a multiple of 32.
+int64_t GroupThreadsFor(int64_t vectors) {
+  return vectors <= 32 ? PowerOfTwoCeil(vectors) : CeilDiv(vectors, 32) * 32;
+}
+
+bool ValidGroupThreads(int g) {
+  if (g <= 0 || g > internal::kMaxBlockThreads) return false;
+  return g <= 32 ? (g & (g - 1)) == 0 : g % 32 == 0;
+}
+
+bool ValidVectorsPerThread(DType d, int n) {
+  return n == 1 || n == 2 || n == 4 || (n == 8 && d == DType::kFloat32);
+}
+
+// Where the lean two-pass kernel beat the register kernel on the H200 at rows >= 4096
+// (docs/KERNELS.md "v6", bench/cuda/results/h200_2026-11-30_lean_v3): 16-bit with a residual at H
+// 1024, 4096, 8192 (and 7168 from 16384 rows), fp32 with a residual at H 1024 and 4096 (and 3000
+// from 16384 rows), fp32 plain at H 4096, 7168, 8192. In the next call it was faster at 32 of these
+// 39 shapes and within 2.5% at the rest. Elsewhere it lost: 16-bit plain rows everywhere (0.7-0.9x
+// the register kernel's speed), H 5120 (a second, mostly idle iteration per pass), H 16384. Other H
+// keep the register kernel: the rule is what was measured, not a model.
+bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
+  if (rows < 4096) return false;
+  if (dtype == DType::kFloat32) {
+    if (!residual) return hidden == 4096 || hidden == 7168 || hidden == 8192;
+    return hidden == 1024 || hidden == 4096 || (hidden == 3000 && rows >= 16384);
+  }
+  if (!residual) return false;
+  return hidden == 1024 || hidden == 4096 || hidden == 8192 || (hidden == 7168 && rows >= 16384);
+}
+
+// The cluster size for a launch: 1 for none, 0 for an invalid override. Under the automatic choice
+// (never with other tuning overrides), launches of few rows of H <= 16384 that move at least
+// kClusterMinRowBytes per row.
+int ClusterCtasFor(DType dtype, int64_t hidden, int64_t vectors, int64_t rows, bool residual,
+                   const RmsNormOptions& options, bool overridden) {
+  if (options.cluster_ctas != 0) {
+    const int c = options.cluster_ctas;
+    return c == 1 || c == 2 || c == 4 || c == internal::kMaxClusterCtas ? c : 0;
+  }
+  const int64_t row_bytes = (residual ? 4 : 2) * hidden * static_cast<int64_t>(ItemSize(dtype));
+  if (overridden || hidden > kRegisterMaxHidden || row_bytes < kClusterMinRowBytes) {
+    return 1;
+  }
+  int c = 1;
+  while (c < internal::kMaxClusterCtas && CeilDiv(vectors, c) > kClusterCtaVectors) c <<= 1;
+  while (c > 1 && rows * c > kClusterMaxCtas) c >>= 1;
+  // Too many rows for a cluster large enough to hold the row in 512-thread CTAs: none.
+  return CeilDiv(vectors, c) <= internal::kMaxBlockThreads ? c : 1;
+}
+
+}  // namespace
+
+KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool residual,
+                              const RmsNormOptions& options) {
+  KernelShape shape;
+  if (!ValidDType(dtype) || hidden < 1 || hidden > kMaxHidden) return shape;
+  const bool overridden = options.two_pass || options.threads_per_row != 0 ||
+                          options.vectors_per_thread != 0 || options.cluster_ctas > 1;
+  const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
+  const int64_t vectors = CeilDiv(hidden, vec_elems);  // 16-byte vectors per row
+  if (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
+      (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kAuto && !overridden &&
+       LeanTwoPassWins(dtype, hidden, rows, residual))) {
+    // One vector per thread per pass where the row allows, in whole warps, at most 512 threads.
+    shape.two_pass = true;
+    shape.lean = true;
+    shape.threads_per_row = static_cast<int>(std::min<int64_t>(
+        internal::kTwoPassThreads, std::max<int64_t>(32, CeilDiv(vectors, 32) * 32)));
+    shape.rows_per_block = 1;
+    shape.threads_per_block = shape.threads_per_row;
+    return shape;
+  }
+  const int cluster_ctas =
+      ClusterCtasFor(dtype, hidden, vectors, rows, residual, options, overridden);
+  if (cluster_ctas != 1) {
+    // One vector per thread (the element path: kVecElems elements) over C CTAs of whole warps.
+    if (cluster_ctas < 1) return shape;  // an invalid override
+    const int64_t per_cta = CeilDiv(vectors, cluster_ctas);
+    if (per_cta > internal::kMaxBlockThreads) return shape;  // the row does not fit
+    shape.cluster_ctas = cluster_ctas;
+    shape.threads_per_block = static_cast<int>(std::max<int64_t>(32, CeilDiv(per_cta, 32) * 32));
+    shape.threads_per_row = cluster_ctas * shape.threads_per_block;
+    shape.vectors_per_thread = 1;
+    shape.rows_per_block = 1;
+    return shape;
+  }
+  if (hidden > kRegisterMaxHidden || options.two_pass) {
+    shape.two_pass = true;
+    shape.threads_per_row = internal::kTwoPassThreads;
+    shape.rows_per_block = 1;
+    shape.threads_per_block = internal::kTwoPassThreads;
+    return shape;
+  }
+  const int max_n = dtype == DType::kFloat32 ? 8 : 4;
+  int64_t n = 1;
+  int64_t g = 0;
+  if (options.vectors_per_thread != 0 || options.threads_per_row != 0) {
+    if (options.vectors_per_thread != 0 &&
+        !ValidVectorsPerThread(dtype, options.vectors_per_thread)) {
+      return shape;
+    }
+    if (options.threads_per_row != 0 && !ValidGroupThreads(options.threads_per_row)) return shape;
+    if (options.vectors_per_thread != 0 && options.threads_per_row != 0) {
+      n = options.vectors_per_thread;
+      g = options.threads_per_row;
+    } else if (options.vectors_per_thread != 0) {
+      n = options.vectors_per_thread;
+      g = GroupThreadsFor(CeilDiv(vectors, n));
+    } else {
+      g = options.threads_per_row;
+      n = 1;
+      while (n < max_n && g * n < vectors) n <<= 1;
+    }
+    if (g * n < vectors || g > internal::kMaxBlockThreads) return shape;
+  } else if (residual) {
+    // x and r both in flight: the fewest vectors per thread that keep the group within
+    // kPreferredGroupThreads (measured best for fused add on the H200, docs/KERNELS.md).
+    for (n = 1; n <= max_n; n <<= 1) {
+      g = GroupThreadsFor(CeilDiv(vectors, n));
+      if (g <= kPreferredGroupThreads) break;
+    }
+    if (n > max_n) {
+      n = max_n;
+      g = GroupThreadsFor(CeilDiv(vectors, n));
+    }
+    // Few rows of fp32 past 8192: 8 vectors per thread has no early-weight kernel (it spills), so
+    // latency-bound launches take 4 vectors in up to 512 threads instead.
+    if (n == 8 && rows * g < kSpreadBelowThreads &&
+        GroupThreadsFor(CeilDiv(vectors, 4)) <= internal::kMaxBlockThreads) {
+      n = 4;
+      g = GroupThreadsFor(CeilDiv(vectors, 4));
+    }
+  } else {
+    // 4 vectors (64 bytes) per thread keep enough loads in flight per multiprocessor (measured on
+    // the H200: docs/KERNELS.md); fp32 rows past 8192 need 8 to fit 512 threads.
+    n = 4;
+    g = GroupThreadsFor(CeilDiv(vectors, n));
+    if (g > internal::kMaxBlockThreads) {
+      n = 8;
+      g = GroupThreadsFor(CeilDiv(vectors, n));
+    }
+    // Few rows: spread each over more threads (shorter per-thread chains, more of the chip busy),
+    // while the group stays within kPreferredGroupThreads.
+    while (n > 1 && rows * g < kSpreadBelowThreads) {
+      const int64_t g2 = GroupThreadsFor(CeilDiv(vectors, n / 2));
+      if (g2 > kPreferredGroupThreads) break;
+      n /= 2;
+      g = g2;
+    }
+  }
+  shape.threads_per_row = static_cast<int>(g);
+  shape.vectors_per_thread = static_cast<int>(n);
+  shape.rows_per_block =
+      g >= 128 ? 1 : static_cast<int>(std::max<int64_t>(1, kSmallGroupBlockThreads / g));
+  shape.threads_per_block = shape.rows_per_block * shape.threads_per_row;
+  return shape;
+}
+
+StagedShape ChooseStagedShape(DType dtype, int64_t hidden, int64_t rows, bool residual,
+                              const RmsNormOptions& options) {
+  StagedShape shape;
+  if (!ValidDType(dtype) || hidden < 1 || hidden > kRegisterMaxHidden) return shape;
+  if (options.staging == RmsNormOptions::Staging::kOff || options.two_pass) return shape;
+  if (options.staged_stages != 0 &&
+      (options.staged_stages < 2 || options.staged_stages > internal::kMaxStages)) {
+    return shape;
+  }
+  // Under kAuto, only where the A/B on the H200 measured the staged kernel faster at every row
+  // count from 1024 to 65536 (bench/cuda/results/h200_staged_ab.csv): rows past 8192 elements
+  // whose register kernel is short of registers, i.e. with a residual (16-bit x and r: 512-thread
+  // groups of ~98 registers, one per multiprocessor; +5-7%) or fp32 (8 vectors per thread; +11-20%
+  // plain). Elsewhere the register kernel was 2-15% faster: it keeps more rows in flight per
+  // multiprocessor than one staged block's lockstep tiles.
+  if (options.staging == RmsNormOptions::Staging::kAuto &&
+      !(hidden > kStagedAutoMinHidden && rows >= kStagedAutoMinRows &&
+        (residual || dtype == DType::kFloat32))) {
+    return shape;
+  }
+  const int64_t item = static_cast<int64_t>(ItemSize(dtype));
+  const int64_t row_bytes = hidden * item;
+  if (row_bytes % 16 != 0) return shape;
+  const int64_t vectors = row_bytes / 16;
+  // Up to 4 vectors per thread, as in the register kernel; fp32 rows past 8192 take 8 in 512.
+  const int64_t g =
+      std::min<int64_t>(GroupThreadsFor(CeilDiv(vectors, 4)), internal::kMaxBlockThreads);
+  const int64_t n = PowerOfTwoCeil(CeilDiv(vectors, g));
+  if (n > (dtype == DType::kFloat32 ? 8 : 4)) return shape;
+  // Rows per tile: as many groups as a block holds, fewer if that passes kStagedTileBytes.
+  int64_t r = std::max<int64_t>(1, internal::kMaxBlockThreads / g);
+  r = std::max<int64_t>(1, std::min(r, kStagedTileBytes / row_bytes));
+  const int64_t stage_bytes = r * row_bytes * (residual ? 2 : 1);
+  int64_t stages = std::min<int64_t>(internal::kMaxStages, kStagedSharedBudget / stage_bytes);
+  if (options.staged_stages != 0) stages = options.staged_stages;
+  if (stages < 2 || stages * stage_bytes > kStagedSharedBudget) return shape;
+  shape.threads_per_row = static_cast<int>(g);
+  shape.vectors_per_thread = static_cast<int>(n);
+  shape.rows_per_tile = static_cast<int>(r);
+  shape.stages = static_cast<int>(stages);
+  shape.threads_per_block = static_cast<int>(r * g);
+  shape.shared_bytes = stages * stage_bytes;
+  return shape;
+}
+
+}  // namespace normd::cuda
