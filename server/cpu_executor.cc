@@ -1,6 +1,8 @@
 #include "server/cpu_executor.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -27,11 +29,26 @@ absl::Status CpuExecutor::Start(const Launch& launch, StageTimes& stages) {
   const absl::Time start = absl::Now();
   std::vector<RmsNormSegment> segments;
   segments.reserve(launch.items.size());
+  // Tensors that arrived in several pieces (TensorBytes) are gathered, since the kernel reads rows
+  // whole, and so are those in one piece at an address that is not a multiple of the element size
+  // (a slice of the received message can start anywhere), which the kernel's element reads need.
+  std::vector<std::unique_ptr<char[]>> gathered;
+  const auto itemsize = static_cast<uintptr_t>(ItemSize(launch.dtype));
+  auto contiguous = [&gathered, itemsize](const TensorBytes& bytes) -> const void* {
+    if (!bytes.present()) return nullptr;
+    if (const void* one_piece = bytes.contiguous();
+        one_piece != nullptr && reinterpret_cast<uintptr_t>(one_piece) % itemsize == 0) {
+      return one_piece;
+    }
+    gathered.push_back(std::make_unique_for_overwrite<char[]>(static_cast<size_t>(bytes.size())));
+    bytes.CopyTo(gathered.back().get());
+    return gathered.back().get();
+  };
   int64_t first_row = 0;
   for (const auto& item : launch.items) {
     const ValidatedRequest& r = item->request;
-    segments.push_back(RmsNormSegment{r.input, item->output, r.residual, item->residual_out, r.weight,
-                                      first_row, r.rows, r.eps, r.weight_offset, r.weight_dtype});
+    segments.push_back(RmsNormSegment{contiguous(r.input), item->output, contiguous(r.residual), item->residual_out,
+                                      r.weight, first_row, r.rows, r.eps, r.weight_offset, r.weight_dtype});
     first_row += r.rows;
   }
   // Split rows into chunks big enough to pay for a thread hand-off, a few per thread for balance.

@@ -23,7 +23,7 @@ NormalizeStreamReactor::NormalizeStreamReactor(grpc::CallbackServerContext* cont
 
 absl::Status NormalizeStreamReactor::StreamError(const Slot& slot, const absl::Status& status) const {
   return absl::Status(status.code(), absl::StrCat("stream message ", slot.index, " (request_id '",
-                                                  slot.request.request_id(), "'): ", status.message()));
+                                                  slot.request.message().request_id(), "'): ", status.message()));
 }
 
 void NormalizeStreamReactor::OnReadDone(bool ok) {
@@ -48,8 +48,8 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
     }
   }
   if (admitted != nullptr) {
-    admitted->parsed = ParseNormalizeRequest(admitted->raw_request, admitted->request);
-    admitted->raw_request.Clear();  // parsed: the request's bytes now live in `request`
+    admitted->parsed = admitted->request.Parse(admitted->raw_request);
+    admitted->raw_request.Clear();  // parsed: `request` shares the slices it needs
     Admit(admitted);
   }
   Pump();
@@ -58,7 +58,9 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
 
 void NormalizeStreamReactor::Admit(Slot* raw) {
   absl::StatusOr<ValidatedRequest> validated =
-      raw->parsed.ok() ? ValidateNormalizeRequest(raw->request, limits_, weights_) : raw->parsed;
+      raw->parsed.ok() ? ValidateNormalizeRequest(raw->request.message(), raw->request.input_data(),
+                                                  raw->request.residual_data(), limits_, weights_)
+                       : raw->parsed;
   if (!validated.ok()) {
     if (metrics_ != nullptr) metrics_->RequestDone("NormalizeStream", validated.status(), absl::Now() - raw->received);
     normd::MutexLock lock(&mu_);
@@ -67,7 +69,8 @@ void NormalizeStreamReactor::Admit(Slot* raw) {
     reads_done_ = true;  // nothing after a bad message is read
     return;
   }
-  std::unique_ptr<WorkItem> item = MakeWorkItem(raw->request, *std::move(validated), raw->response, *context_);
+  std::unique_ptr<WorkItem> item =
+      MakeWorkItem(raw->request.message(), *std::move(validated), raw->response, *context_);
   item->on_done = [this, raw](const absl::Status& status, const LaunchReport& report) {
     // Encoded here, on the worker's thread and outside mu_ (a few bytes: the outputs are
     // referenced).

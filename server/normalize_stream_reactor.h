@@ -28,6 +28,7 @@
 #include "normd/v1/normd.pb.h"
 #include "server/metrics.h"
 #include "server/request_validation.h"
+#include "server/request_wire.h"
 #include "server/response_wire.h"
 #include "server/scheduler.h"
 #include "server/weight_registry.h"
@@ -54,7 +55,7 @@ class NormalizeStreamReactor final
     absl::Time received;
     grpc::ByteBuffer raw_request;   // as read; parsed into `request`
     absl::Status parsed;            // why raw_request is not a NormalizeRequest, if it is not
-    normd::v1::NormalizeRequest request;
+    RequestWire request;            // parsed, holding the received slices its tensors' data is in
     ResponseWire response;          // the outputs, written by the worker
     grpc::ByteBuffer raw_response;  // `response`'s bytes, once computed
     bool done = false;

@@ -8,6 +8,7 @@
 #include "base/mutex.h"
 #include "server/call_state.h"
 #include "server/normalize_stream_reactor.h"
+#include "server/request_wire.h"
 #include "server/response_wire.h"
 #include "server/status_util.h"
 
@@ -53,11 +54,11 @@ class UnaryCallReactor : public grpc::ServerUnaryReactor {
 class NormalizeCallReactor final : public UnaryCallReactor {
  public:
   using UnaryCallReactor::UnaryCallReactor;
-  normd::v1::NormalizeRequest& request() { return request_; }
+  RequestWire& request() { return request_; }
   ResponseWire& response() { return response_; }
 
  private:
-  normd::v1::NormalizeRequest request_;
+  RequestWire request_;
   ResponseWire response_;
 };
 
@@ -72,17 +73,18 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
                                                        grpc::ByteBuffer* raw_response) {
   const absl::Time start = absl::Now();
   auto* reactor = new NormalizeCallReactor(scheduler_);  // deletes itself in OnDone
-  normd::v1::NormalizeRequest& request = reactor->request();
-  absl::Status parsed = ParseNormalizeRequest(*raw_request, request);
+  RequestWire& request = reactor->request();
+  absl::Status parsed = request.Parse(*raw_request);
   absl::StatusOr<ValidatedRequest> validated =
-      parsed.ok() ? ValidateNormalizeRequest(request, options_.limits, weights_)
+      parsed.ok() ? ValidateNormalizeRequest(request.message(), request.input_data(), request.residual_data(),
+                                             options_.limits, weights_)
                   : std::move(parsed);
   if (!validated.ok()) {
     FinishUnary(reactor, metrics_, "Normalize", start, validated.status());
     return reactor;
   }
   std::unique_ptr<WorkItem> item =
-      MakeWorkItem(request, *std::move(validated), reactor->response(), *context);
+      MakeWorkItem(request.message(), *std::move(validated), reactor->response(), *context);
   item->may_run_on_caller_thread = true;  // nothing is locked here; see Worker's shortcut
   item->hold_bytes_until_released = true;
   reactor->set_held_bytes(item->bytes());

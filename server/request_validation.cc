@@ -77,6 +77,11 @@ absl::Status ResolveWeight(const normd::v1::NormalizeRequest& request, WeightReg
 
 absl::Status ValidateTensor(const normd::v1::Tensor& tensor, absl::string_view field, DType* dtype,
                             int64_t* rows, int64_t* hidden) {
+  return ValidateTensor(tensor, static_cast<int64_t>(tensor.data().size()), field, dtype, rows, hidden);
+}
+
+absl::Status ValidateTensor(const normd::v1::Tensor& tensor, int64_t data_bytes, absl::string_view field,
+                            DType* dtype, int64_t* rows, int64_t* hidden) {
   const int raw_dtype = tensor.dtype();
   if (raw_dtype != normd::v1::DTYPE_FLOAT32 && raw_dtype != normd::v1::DTYPE_FLOAT16 &&
       raw_dtype != normd::v1::DTYPE_BFLOAT16) {
@@ -108,7 +113,7 @@ absl::Status ValidateTensor(const normd::v1::Tensor& tensor, absl::string_view f
                                                    " is larger in bytes than int64 can count"));
   }
   const int64_t expected = elements * itemsize;
-  const auto actual = static_cast<int64_t>(tensor.data().size());
+  const int64_t actual = data_bytes;
   if (actual != expected) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".data: ", actual, " bytes; shape ", ShapeString(tensor),
                                                    " of ", DTypeName(*dtype), " needs ", elements, " x ",
@@ -122,16 +127,30 @@ absl::Status ValidateTensor(const normd::v1::Tensor& tensor, absl::string_view f
 absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,
                                                           const ValidationLimits& limits,
                                                           WeightRegistry& weights) {
+  const std::string& input = request.input().data();
+  const std::string& residual = request.residual().data();
+  return ValidateNormalizeRequest(
+      request, TensorBytes::Contiguous(input.data(), static_cast<int64_t>(input.size())),
+      request.has_residual() ? TensorBytes::Contiguous(residual.data(), static_cast<int64_t>(residual.size()))
+                             : TensorBytes(),
+      limits, weights);
+}
+
+absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,
+                                                          TensorBytes input_data, TensorBytes residual_data,
+                                                          const ValidationLimits& limits,
+                                                          WeightRegistry& weights) {
   ValidatedRequest out;
   if (!request.has_input()) {
     return absl::InvalidArgumentError("input: missing; a NormalizeRequest needs an input tensor");
   }
-  NORMD_RETURN_IF_ERROR(ValidateTensor(request.input(), "input", &out.dtype, &out.rows, &out.hidden));
+  NORMD_RETURN_IF_ERROR(
+      ValidateTensor(request.input(), input_data.size(), "input", &out.dtype, &out.rows, &out.hidden));
   if (out.hidden > limits.max_hidden) {
     return absl::InvalidArgumentError(absl::StrCat("hidden: ", out.hidden, " (the input's last dimension) exceeds "
                                                    "--max-hidden = ", limits.max_hidden));
   }
-  out.input = request.input().data().data();
+  out.input = std::move(input_data);
 
   NORMD_RETURN_IF_ERROR(ResolveWeight(request, weights, out));
 
@@ -149,8 +168,8 @@ absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::Norma
     }
     DType dtype;
     int64_t rows, hidden;
-    NORMD_RETURN_IF_ERROR(ValidateTensor(residual, "residual", &dtype, &rows, &hidden));
-    out.residual = residual.data().data();
+    NORMD_RETURN_IF_ERROR(ValidateTensor(residual, residual_data.size(), "residual", &dtype, &rows, &hidden));
+    out.residual = std::move(residual_data);
   }
 
   const float eps = request.eps();

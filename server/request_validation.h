@@ -3,8 +3,9 @@
 // Every check names the field (input, dtype, shape, data, weight, weight_id, residual, eps,
 // weight_offset, hidden) and the numbers involved, so that a client can fix its request from the
 // message alone. A caller's mistake is INVALID_ARGUMENT; an unknown weight_id is NOT_FOUND.
-// No tensor bytes are copied: the result points into the request (which must outlive it) or into a
-// registered weight (which it keeps alive).
+// No tensor bytes are copied: the result points into the request (which must outlive it), into the
+// received message's slices (RequestWire, which must outlive it too) or into a registered weight
+// (which it keeps alive).
 #ifndef NORMD_SERVER_REQUEST_VALIDATION_H_
 #define NORMD_SERVER_REQUEST_VALIDATION_H_
 
@@ -14,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "kernels/dtype.h"
 #include "normd/v1/normd.pb.h"
+#include "server/tensor_bytes.h"
 #include "server/weight_registry.h"
 
 namespace normd {
@@ -22,8 +24,8 @@ struct ValidatedRequest {
   DType dtype = DType::kFloat32;
   int64_t rows = 0;
   int64_t hidden = 0;
-  const void* input = nullptr;     // rows * hidden elements, in the request's bytes
-  const void* residual = nullptr;  // same, or nullptr
+  TensorBytes input;     // rows * hidden elements, where the request's bytes arrived
+  TensorBytes residual;  // same, or absent (!present())
   const void* weight = nullptr;    // hidden elements of weight_dtype
   DType weight_dtype = DType::kFloat32;
   float eps = 0.0f;
@@ -33,8 +35,9 @@ struct ValidatedRequest {
   int64_t elements() const { return rows * hidden; }
   // Tensor payload bytes in (input, residual) and out (output, residual_out).
   int64_t payload_bytes() const {
-    return elements() * static_cast<int64_t>(ItemSize(dtype)) * (residual != nullptr ? 2 : 1);
+    return elements() * static_cast<int64_t>(ItemSize(dtype)) * (has_residual() ? 2 : 1);
   }
+  bool has_residual() const { return residual.present(); }
 };
 
 struct ValidationLimits {
@@ -45,8 +48,18 @@ struct ValidationLimits {
 // On success stores the element type, the row count and the hidden size.
 absl::Status ValidateTensor(const normd::v1::Tensor& tensor, absl::string_view field, DType* dtype,
                             int64_t* rows, int64_t* hidden);
+// The same for a tensor whose data is held elsewhere (RequestWire): `data_bytes` of it.
+absl::Status ValidateTensor(const normd::v1::Tensor& tensor, int64_t data_bytes, absl::string_view field,
+                            DType* dtype, int64_t* rows, int64_t* hidden);
 
+// A request whose tensors carry their data.
 absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,
+                                                          const ValidationLimits& limits,
+                                                          WeightRegistry& weights);
+// A request whose input and residual data are given apart from it (RequestWire::input_data and
+// residual_data; the message's own data fields are then ignored).
+absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,
+                                                          TensorBytes input_data, TensorBytes residual_data,
                                                           const ValidationLimits& limits,
                                                           WeightRegistry& weights);
 

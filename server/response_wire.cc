@@ -39,11 +39,11 @@ void CopyDtypeAndShape(const normd::v1::Tensor& like, normd::v1::Tensor& out) {
   *out.mutable_shape() = like.shape();
 }
 
-// Sizes `out`'s data field like `like`'s (zero-filled) and returns where it starts.
-void* SizeLike(const normd::v1::Tensor& like, normd::v1::Tensor& out) {
+// Shapes `out` like `like` with `data_bytes` of data (zero-filled) and returns where the data starts.
+void* SizeLike(const normd::v1::Tensor& like, size_t data_bytes, normd::v1::Tensor& out) {
   CopyDtypeAndShape(like, out);
   std::string* data = out.mutable_data();
-  data->resize(like.data().size());
+  data->resize(data_bytes);
   return data->data();
 }
 
@@ -56,14 +56,13 @@ void FillTiming(const LaunchReport& report, normd::v1::Timing& timing) {
 
 }  // namespace
 
-void ResponseWire::PrepareTensor(int field_number, const normd::v1::Tensor& like,
+void ResponseWire::PrepareTensor(int field_number, const normd::v1::Tensor& like, size_t data_bytes,
                                  TensorField& field) {
   // The tensor's own fields but its data, encoded by protobuf; the data field then goes last (the
   // wire format lets a message's fields come in any order).
   normd::v1::Tensor meta;
   CopyDtypeAndShape(like, meta);
   const std::string meta_bytes = meta.SerializeAsString();
-  const size_t data_bytes = like.data().size();
   const size_t message_bytes = meta_bytes.size() +
                                VarintSize(LengthDelimitedTag(kTensorDataField)) +
                                VarintSize(data_bytes) + data_bytes;
@@ -84,21 +83,20 @@ void ResponseWire::PrepareTensor(int field_number, const normd::v1::Tensor& like
   field.data = data;
 }
 
-void ResponseWire::Prepare(const normd::v1::NormalizeRequest& request, bool with_residual_out) {
-  const bool large =
-      request.input().data().size() >= kMaxReferencedDataBytes ||
-      (with_residual_out && request.residual().data().size() >= kMaxReferencedDataBytes);
-  if (large) {
+void ResponseWire::Prepare(const normd::v1::NormalizeRequest& request, int64_t data_bytes,
+                           bool with_residual_out) {
+  const auto bytes = static_cast<size_t>(data_bytes);
+  if (bytes >= kMaxReferencedDataBytes) {
     message_ = std::make_unique<normd::v1::NormalizeResponse>();
     message_->set_request_id(request.request_id());
-    output_.data = SizeLike(request.input(), *message_->mutable_output());
+    output_.data = SizeLike(request.input(), bytes, *message_->mutable_output());
     if (with_residual_out)
-      residual_out_.data = SizeLike(request.residual(), *message_->mutable_residual_out());
+      residual_out_.data = SizeLike(request.residual(), bytes, *message_->mutable_residual_out());
     return;
   }
-  PrepareTensor(kResponseOutputField, request.input(), output_);
+  PrepareTensor(kResponseOutputField, request.input(), bytes, output_);
   if (with_residual_out)
-    PrepareTensor(kResponseResidualOutField, request.residual(), residual_out_);
+    PrepareTensor(kResponseResidualOutField, request.residual(), bytes, residual_out_);
   request_id_ = request.request_id();
 }
 

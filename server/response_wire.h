@@ -44,10 +44,11 @@ class ResponseWire {
   ResponseWire(const ResponseWire&) = delete;
   ResponseWire& operator=(const ResponseWire&) = delete;
 
-  // Sizes `output` like the request's input and, with `with_residual_out`, `residual_out` like its
-  // residual, and keeps the request_id. The data buffers are allocated here and are uninitialized.
-  // Call once, after the request has been validated (the sizes come from its tensors' bytes).
-  void Prepare(const normd::v1::NormalizeRequest& request, bool with_residual_out);
+  // Shapes `output` like the request's input and, with `with_residual_out`, `residual_out` like its
+  // residual, each of `data_bytes` bytes, and keeps the request_id. The data buffers are allocated
+  // here and are uninitialized. Call once, after the request has been validated (which made
+  // `data_bytes` the size of its input and residual).
+  void Prepare(const normd::v1::NormalizeRequest& request, int64_t data_bytes, bool with_residual_out);
 
   // Where the executor writes each output tensor's bytes; null for residual_out without a residual.
   void* output() const { return output_.data; }
@@ -64,7 +65,8 @@ class ResponseWire {
     grpc::Slice bytes;  // owns `data`
     void* data = nullptr;  // where the executor writes: `bytes`, or message_'s data field
   };
-  static void PrepareTensor(int field_number, const normd::v1::Tensor& like, TensorField& field);
+  static void PrepareTensor(int field_number, const normd::v1::Tensor& like, size_t data_bytes,
+                            TensorField& field);
 
   TensorField output_;
   TensorField residual_out_;

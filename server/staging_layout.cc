@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "base/streaming_copy.h"
 
 namespace normd {
 namespace {
@@ -40,7 +39,7 @@ StagingLayout LayOutLaunch(const Launch& launch) {
     down += bytes;
   }
   for (size_t i = 0; i < n; ++i) {
-    if (launch.items[i]->request.residual == nullptr) continue;
+    if (!launch.items[i]->request.has_residual()) continue;
     const int64_t bytes = AlignUp(launch.items[i]->request.elements() * itemsize);
     layout.residual_at[i] = up;
     up += bytes;
@@ -59,14 +58,14 @@ absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void*
   int64_t first_row = 0;
   for (size_t i = 0; i < launch.items.size(); ++i) {
     const ValidatedRequest& r = launch.items[i]->request;
-    const auto bytes = static_cast<size_t>(r.elements() * itemsize);
     RmsNormSegment seg{};
-    // The device reads these next, the CPU never: see base/streaming_copy.h.
-    CopyBypassingCaches(At(up_host, layout.input_at[i]), r.input, bytes);
+    // Straight from where the request's bytes arrived (TensorBytes), which the device reads next and
+    // the CPU never: see base/streaming_copy.h.
+    r.input.CopyToBypassingCaches(At(up_host, layout.input_at[i]));
     seg.input = At(up_device, layout.input_at[i]);
     seg.output = At(down_device, layout.output_at[i]);
-    if (r.residual != nullptr) {
-      CopyBypassingCaches(At(up_host, layout.residual_at[i]), r.residual, bytes);
+    if (r.has_residual()) {
+      r.residual.CopyToBypassingCaches(At(up_host, layout.residual_at[i]));
       seg.residual = At(up_device, layout.residual_at[i]);
       seg.residual_out = At(down_device, layout.residual_out_at[i]);
     }

@@ -21,7 +21,7 @@ absl::Status WarmUpWorkers(const std::vector<std::unique_ptr<Worker>>& workers) 
     item->request.dtype = DType::kFloat32;
     item->request.rows = 1;
     item->request.hidden = kHidden;
-    item->request.input = input.data();
+    item->request.input = TensorBytes::Contiguous(input.data(), kHidden * static_cast<int64_t>(sizeof(float)));
     item->request.weight = weight.data();
     item->request.weight_dtype = DType::kFloat32;
     item->request.eps = 1e-6f;

@@ -2,15 +2,26 @@
 // validation accepts the request, through the CPU kernel on exactly the buffers validation vouched
 // for. Crashes, sanitizer reports (ASan + UBSan) and broken validation promises (traps below) are
 // findings; a clean refusal is the expected outcome for most inputs.
+//
+// The bytes are decoded twice: by protobuf, and by normd's RequestWire (server/request_wire.h) from
+// slices of a size chosen by the input's length, as gRPC would hand them over. The two must agree:
+// both refuse, or both give the same message, the wire's tensor data (kept in the slices) equal to
+// protobuf's, and the same validation outcome.
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
+
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
 
 #include "kernels/cpu_rmsnorm.h"
 #include "normd/v1/normd.pb.h"
 #include "server/request_validation.h"
+#include "server/request_wire.h"
 #include "server/weight_registry.h"
 
 namespace {
@@ -33,14 +44,45 @@ normd::WeightRegistry& Registry() {
   return *registry;
 }
 
+// The bytes as gRPC might deliver them: slices of 1 to 97 bytes (the size taken from the input's
+// length, so that the corpus stays plain NormalizeRequests), the last one shorter.
+grpc::ByteBuffer InSlices(const uint8_t* data, size_t size) {
+  const size_t piece = 1 + (size * 2654435761u >> 7) % 97;
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < size; at += piece) {
+    slices.emplace_back(data + at, std::min(piece, size - at));
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+std::string Gathered(const normd::TensorBytes& bytes) {
+  std::string out(static_cast<size_t>(bytes.size()), '\0');
+  bytes.CopyTo(out.data());
+  return out;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   normd::v1::NormalizeRequest request;
-  if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
+  const bool parsed = request.ParseFromArray(data, static_cast<int>(size));
+  normd::RequestWire wire;
+  const bool wire_parsed = wire.Parse(InSlices(data, size)).ok();
+  if (parsed != wire_parsed) std::abort();
+  if (!parsed) return 0;
+  // The same request: the wire's message with its data put back is protobuf's.
+  normd::v1::NormalizeRequest rebuilt = wire.message();
+  if (rebuilt.has_input()) rebuilt.mutable_input()->set_data(Gathered(wire.input_data()));
+  if (rebuilt.has_residual() != wire.residual_data().present()) std::abort();
+  if (rebuilt.has_residual()) rebuilt.mutable_residual()->set_data(Gathered(wire.residual_data()));
+  if (rebuilt.SerializeAsString() != request.SerializeAsString()) std::abort();
+
   normd::ValidationLimits limits;
   limits.max_hidden = 4096;
   absl::StatusOr<normd::ValidatedRequest> validated = normd::ValidateNormalizeRequest(request, limits, Registry());
+  absl::StatusOr<normd::ValidatedRequest> wire_validated = normd::ValidateNormalizeRequest(
+      wire.message(), wire.input_data(), wire.residual_data(), limits, Registry());
+  if (validated.status() != wire_validated.status()) std::abort();
   if (!validated.ok()) {
     // A refusal must say what is wrong.
     if (validated.status().message().empty()) std::abort();
@@ -51,14 +93,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t itemsize = normd::ItemSize(r.dtype);
   if (r.rows <= 0 || r.hidden <= 0 || r.hidden > limits.max_hidden) std::abort();
   if (request.input().data().size() != static_cast<size_t>(r.elements()) * itemsize) std::abort();
-  if (r.residual != nullptr && request.residual().data().size() != request.input().data().size()) std::abort();
+  if (r.input.size() != static_cast<int64_t>(request.input().data().size())) std::abort();
+  if (r.has_residual() && request.residual().data().size() != request.input().data().size()) std::abort();
   if (r.weight == nullptr) std::abort();
-  // The kernel reads exactly what validation vouched for (ASan catches a byte more).
+  const normd::ValidatedRequest& w = *wire_validated;
+  if (w.input.size() != r.input.size() || w.has_residual() != r.has_residual() ||
+      (w.has_residual() && w.residual.size() != r.residual.size())) {
+    std::abort();
+  }
+  // The kernel reads exactly what validation vouched for (ASan catches a byte more), from the wire's
+  // pieces gathered into buffers of exactly that size.
+  const std::string input = Gathered(w.input);
+  const std::string residual = w.has_residual() ? Gathered(w.residual) : std::string();
   std::vector<uint8_t> output(static_cast<size_t>(r.elements()) * itemsize);
-  std::vector<uint8_t> residual_out(r.residual != nullptr ? output.size() : 0);
-  normd::RmsNormSegment segment{r.input, output.data(), r.residual,
-                                r.residual != nullptr ? residual_out.data() : nullptr,
-                                r.weight, 0, r.rows, r.eps, r.weight_offset, r.weight_dtype};
+  std::vector<uint8_t> residual_out(r.has_residual() ? output.size() : 0);
+  normd::RmsNormSegment segment{input.data(), output.data(), r.has_residual() ? residual.data() : nullptr,
+                                r.has_residual() ? residual_out.data() : nullptr,
+                                w.weight, 0, r.rows, r.eps, r.weight_offset, r.weight_dtype};
   normd::RmsNormCpuRows(r.dtype, r.hidden, segment, 0, r.rows);
   return 0;
 }

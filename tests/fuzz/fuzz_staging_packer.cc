@@ -3,7 +3,7 @@
 // inline fp32 / same-dtype weights or a registered one, random eps and weight_offset, and values from
 // the bytes. The launch is laid out and packed with the device base addresses equal to the host
 // buffers, computed by the CPU kernel straight from the packed segment table (standing in for the
-// GPU), and unpacked; then:
+// GPU), and unpacked; the requests' tensors come in pieces, as from gRPC's slices. Then:
 //  - every region is aligned, inside its buffer, and overlaps no other region;
 //  - every request's output and residual_out match the fp64 reference (fp32 within 1e-5 relative,
 //    fp16/bf16 within one unit in the last place), so no request got another's bytes or weight.
@@ -49,6 +49,20 @@ std::string Fill(Choices& c, DType dtype, int64_t count) {
   std::string bytes(static_cast<size_t>(count) * normd::ItemSize(dtype), '\0');
   for (int64_t i = 0; i < count; ++i) normd::StoreFromFloat(bytes.data(), dtype, static_cast<size_t>(i), c.Value());
   return bytes;
+}
+
+// `bytes` as a request's tensor that arrived in pieces (TensorBytes): cut at up to three points the
+// input chooses, as gRPC's received slices cut it.
+normd::TensorBytes InPieces(Choices& c, const std::string& bytes) {
+  normd::TensorBytes pieces = normd::TensorBytes::Empty();
+  size_t at = 0;
+  for (int cut = 0; cut < 3 && at < bytes.size(); ++cut) {
+    const size_t piece = c.Next(static_cast<uint32_t>(bytes.size() - at) + 1);
+    pieces.Append(bytes.data() + at, static_cast<int64_t>(piece));
+    at += piece;
+  }
+  pieces.Append(bytes.data() + at, static_cast<int64_t>(bytes.size() - at));
+  return pieces;
 }
 
 struct Owned {  // what a request's pointers point into
@@ -97,10 +111,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     r.hidden = hidden;
     r.rows = 1 + c.Next(4);
     o->input = Fill(c, dtype, r.elements());
-    r.input = o->input.data();
+    r.input = InPieces(c, o->input);
     if (c.Next(2) == 1) {
       o->residual = Fill(c, dtype, r.elements());
-      r.residual = o->residual.data();
+      r.residual = InPieces(c, o->residual);
     }
     switch (c.Next(3)) {
       case 0:
@@ -123,7 +137,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t out_bytes = static_cast<size_t>(r.elements()) * normd::ItemSize(dtype);
     o->output.assign(out_bytes, 0xEE);
     item->output = o->output.data();
-    if (r.residual != nullptr) {
+    if (r.has_residual()) {
       o->residual_out.assign(out_bytes, 0xEE);
       item->residual_out = o->residual_out.data();
     }
@@ -143,7 +157,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int64_t bytes = r.elements() * itemsize;
     CheckRegion(layout.input_at[i], bytes, layout.up_bytes, up_taken);
     CheckRegion(layout.output_at[i], bytes, layout.down_bytes, down_taken);
-    if (r.residual != nullptr) {
+    if (r.has_residual()) {
       CheckRegion(layout.residual_at[i], bytes, layout.up_bytes, up_taken);
       CheckRegion(layout.residual_out_at[i], bytes, layout.down_bytes, down_taken);
     } else if (layout.residual_at[i] != -1 || layout.residual_out_at[i] != -1) {
@@ -172,16 +186,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Every request against the reference, computed from the request's own buffers.
   for (size_t i = 0; i < n; ++i) {
     const normd::ValidatedRequest& r = launch.items[i]->request;
-    normd::RmsNormSegment own{r.input, nullptr, r.residual, nullptr, r.weight, 0, r.rows, r.eps, r.weight_offset,
-                              r.weight_dtype};
-    std::vector<double> want(static_cast<size_t>(r.elements())), want_h(r.residual != nullptr ? want.size() : 0);
-    normd::RmsNormReference(dtype, hidden, own, want.data(), r.residual != nullptr ? want_h.data() : nullptr);
+    normd::RmsNormSegment own{owned[i]->input.data(), nullptr, r.has_residual() ? owned[i]->residual.data() : nullptr,
+                              nullptr, r.weight, 0, r.rows, r.eps, r.weight_offset, r.weight_dtype};
+    std::vector<double> want(static_cast<size_t>(r.elements())), want_h(r.has_residual() ? want.size() : 0);
+    normd::RmsNormReference(dtype, hidden, own, want.data(), r.has_residual() ? want_h.data() : nullptr);
     for (size_t j = 0; j < want.size(); ++j) {
       const double got = normd::LoadAsFloat(owned[i]->output.data(), dtype, j);
       const double tol = dtype == DType::kFloat32 ? 1e-5 * std::max(std::fabs(want[j]), 1e-6)
                                                   : Ulp(dtype, std::fabs(want[j]));
       if (!(std::fabs(got - want[j]) <= tol)) std::abort();
-      if (r.residual != nullptr) {
+      if (r.has_residual()) {
         const double got_h = normd::LoadAsFloat(owned[i]->residual_out.data(), dtype, j);
         if (!(std::fabs(got_h - want_h[j]) <= (dtype == DType::kFloat32 ? 1e-6 * std::fabs(want_h[j])
                                                                          : Ulp(dtype, std::fabs(want_h[j]))))) {

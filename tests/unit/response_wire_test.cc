@@ -102,8 +102,11 @@ TEST(ResponseWireTest, ParsesAsTheResponseProtobufWouldHaveBuilt) {
     const normd::v1::Tensor residual_out = RandomTensor(c.dtype, c.shape, c.data_bytes, random);
     const LaunchReport report{absl::Microseconds(17), absl::Microseconds(5), 321, 7};
 
+    // As RequestWire hands it over: the tensors' data left in the received slices, not in the message.
+    request.mutable_input()->clear_data();
+    if (c.residual) request.mutable_residual()->clear_data();
     ResponseWire wire;
-    wire.Prepare(request, c.residual);
+    wire.Prepare(request, static_cast<int64_t>(c.data_bytes), c.residual);
     ASSERT_NE(wire.output(), nullptr);
     ASSERT_EQ(wire.residual_out() != nullptr, c.residual);
     std::memcpy(wire.output(), output.data().data(), c.data_bytes);
@@ -137,7 +140,7 @@ TEST(ResponseWireTest, AResponseNeverFinishedFreesItsBuffers) {
   *request.mutable_input() = RandomTensor(normd::v1::DTYPE_FLOAT32, {4, 256}, 4096, random);
   *request.mutable_residual() = RandomTensor(normd::v1::DTYPE_FLOAT32, {4, 256}, 4096, random);
   ResponseWire wire;
-  wire.Prepare(request, /*with_residual_out=*/true);
+  wire.Prepare(request, 4096, /*with_residual_out=*/true);
   std::memset(wire.output(), 1, 4096);
   std::memset(wire.residual_out(), 2, 4096);
 }
@@ -149,7 +152,7 @@ TEST(ResponseWireTest, TheFinishedBytesOutliveTheWire) {
   grpc::ByteBuffer bytes;
   {
     ResponseWire wire;
-    wire.Prepare(request, /*with_residual_out=*/false);
+    wire.Prepare(request, 8192, /*with_residual_out=*/false);
     std::memset(wire.output(), 0x5a, 8192);
     bytes = wire.Finish({});
   }

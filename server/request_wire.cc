@@ -1,0 +1,229 @@
+#include "server/request_wire.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace normd {
+namespace {
+
+// Field numbers from proto/normd/v1/normd.proto; the unit test compares with protobuf's own parse.
+constexpr uint64_t kRequestInputField = 1;
+constexpr uint64_t kRequestResidualField = 5;
+constexpr uint64_t kTensorDataField = 3;
+
+// Protobuf's wire types.
+constexpr uint64_t kVarint = 0;
+constexpr uint64_t kFixed64 = 1;
+constexpr uint64_t kLengthDelimited = 2;
+constexpr uint64_t kFixed32 = 5;
+
+// Reads the received slices as one stream of bytes, up to a limit (a submessage's end). Copyable: a
+// copy remembers a position to read again from.
+class SliceReader {
+ public:
+  explicit SliceReader(const std::vector<grpc::Slice>& slices) : slices_(&slices) {
+    for (const grpc::Slice& s : slices) end_ += static_cast<int64_t>(s.size());
+    Advance(0);  // past empty slices at the front, so that Here() addresses a byte
+  }
+
+  int64_t position() const { return position_; }
+  int64_t remaining() const { return end_ - position_; }
+  bool at_end() const { return position_ >= end_; }
+
+  // This reader limited to its next `length` bytes (length <= remaining()).
+  SliceReader Limited(int64_t length) const {
+    SliceReader limited = *this;
+    limited.end_ = position_ + length;
+    return limited;
+  }
+
+  bool ReadVarint(uint64_t* value) {
+    *value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (at_end()) return false;
+      const uint8_t byte = static_cast<uint8_t>(*Here());
+      Advance(1);
+      *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;  // more than ten bytes: not a varint
+  }
+
+  bool Skip(int64_t bytes) {
+    if (bytes < 0 || bytes > remaining()) return false;
+    while (bytes > 0) {
+      const int64_t step = std::min(bytes, LeftInSlice());
+      Advance(step);
+      bytes -= step;
+    }
+    return true;
+  }
+
+  // Appends the next `bytes` bytes to `out` (copying), or to `pieces` as pieces of the slices.
+  bool ReadInto(int64_t bytes, std::string& out) {
+    return Consume(
+        bytes, [&out](const char* data, int64_t n) { out.append(data, static_cast<size_t>(n)); });
+  }
+  bool ReadPieces(int64_t bytes, TensorBytes& pieces) {
+    return Consume(bytes, [&pieces](const char* data, int64_t n) { pieces.Append(data, n); });
+  }
+
+ private:
+  const char* Here() const {
+    return reinterpret_cast<const char*>((*slices_)[slice_].begin()) +
+           static_cast<ptrdiff_t>(offset_);
+  }
+  int64_t LeftInSlice() const { return static_cast<int64_t>((*slices_)[slice_].size()) - offset_; }
+  // Moves `bytes` forward within the current slice (at most to its end), then past empty slices.
+  void Advance(int64_t bytes) {
+    offset_ += bytes;
+    position_ += bytes;
+    while (slice_ < slices_->size() && offset_ == static_cast<int64_t>((*slices_)[slice_].size())) {
+      ++slice_;
+      offset_ = 0;
+    }
+  }
+  template <typename Sink>
+  bool Consume(int64_t bytes, Sink sink) {
+    if (bytes < 0 || bytes > remaining()) return false;
+    while (bytes > 0) {
+      const int64_t step = std::min(bytes, LeftInSlice());
+      sink(Here(), step);
+      Advance(step);
+      bytes -= step;
+    }
+    return true;
+  }
+
+  const std::vector<grpc::Slice>* slices_;
+  size_t slice_ = 0;
+  int64_t offset_ = 0;
+  int64_t position_ = 0;
+  int64_t end_ = 0;
+};
+
+void AppendVarint(uint64_t value, std::string& out) {
+  uint8_t bytes[10];
+  const uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(value, bytes);
+  out.append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(end - bytes));
+}
+
+// Moves past one field's value of wire type `wire_type`. Groups (3, 4) and the undefined types are
+// left to protobuf: false.
+bool SkipValue(SliceReader& in, uint64_t wire_type) {
+  uint64_t value = 0;
+  switch (wire_type) {
+    case kVarint:
+      return in.ReadVarint(&value);
+    case kFixed64:
+      return in.Skip(8);
+    case kLengthDelimited:
+      return in.ReadVarint(&value) && value <= static_cast<uint64_t>(in.remaining()) &&
+             in.Skip(static_cast<int64_t>(value));
+    case kFixed32:
+      return in.Skip(4);
+    default:
+      return false;
+  }
+}
+
+// Copies one Tensor message's fields but its data into `skeleton`, and records the data (the last
+// data field, as protobuf keeps) in `data` as pieces of the slices.
+bool StripTensorData(SliceReader tensor, std::string& skeleton, TensorBytes& data, bool& has_data) {
+  while (!tensor.at_end()) {
+    SliceReader field = tensor;
+    uint64_t tag = 0;
+    if (!tensor.ReadVarint(&tag)) return false;
+    if ((tag >> 3) == kTensorDataField && (tag & 7) == kLengthDelimited) {
+      uint64_t length = 0;
+      if (!tensor.ReadVarint(&length) || length > static_cast<uint64_t>(tensor.remaining()))
+        return false;
+      data = TensorBytes::Empty();
+      has_data = true;
+      if (!tensor.ReadPieces(static_cast<int64_t>(length), data)) return false;
+      continue;
+    }
+    if (!SkipValue(tensor, tag & 7)) return false;
+    if (!field.ReadInto(tensor.position() - field.position(), skeleton)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status RequestWire::Parse(const grpc::ByteBuffer& bytes) {
+  slices_.clear();
+  if (bytes.Dump(&slices_).ok() && ParseSkeleton()) return absl::OkStatus();
+  slices_.clear();
+  return ParseWhole(bytes);
+}
+
+bool RequestWire::ParseSkeleton() {
+  SliceReader in(slices_);
+  std::string skeleton;
+  TensorBytes input_data, residual_data;
+  bool has_input_data = false, has_residual_data = false;
+  while (!in.at_end()) {
+    SliceReader field = in;
+    uint64_t tag = 0;
+    if (!in.ReadVarint(&tag)) return false;
+    const uint64_t number = tag >> 3;
+    if ((number == kRequestInputField || number == kRequestResidualField) &&
+        (tag & 7) == kLengthDelimited) {
+      uint64_t length = 0;
+      if (!in.ReadVarint(&length) || length > static_cast<uint64_t>(in.remaining())) return false;
+      std::string tensor;
+      const bool is_input = number == kRequestInputField;
+      if (!StripTensorData(in.Limited(static_cast<int64_t>(length)), tensor,
+                           is_input ? input_data : residual_data,
+                           is_input ? has_input_data : has_residual_data)) {
+        return false;
+      }
+      in.Skip(static_cast<int64_t>(length));
+      AppendVarint(tag, skeleton);
+      AppendVarint(tensor.size(), skeleton);
+      skeleton += tensor;
+      continue;
+    }
+    if (!SkipValue(in, tag & 7)) return false;
+    if (!field.ReadInto(in.position() - field.position(), skeleton)) return false;
+  }
+  // Protobuf's own checks and merges on everything else; a refusal goes to the whole parse, whose
+  // error is the one to report.
+  if (!message_.ParseFromString(skeleton)) return false;
+  input_ = has_input_data ? std::move(input_data) : TensorBytes::Empty();
+  residual_ = !message_.has_residual() ? TensorBytes()
+              : has_residual_data      ? std::move(residual_data)
+                                       : TensorBytes::Empty();
+  data_in_slices_ = true;
+  return true;
+}
+
+absl::Status RequestWire::ParseWhole(const grpc::ByteBuffer& bytes) {
+  message_.Clear();
+  data_in_slices_ = false;
+  grpc::ByteBuffer parsed_from(
+      bytes);  // shares the slices: Deserialize empties the buffer it is given
+  if (grpc::Status parsed = grpc::SerializationTraits<normd::v1::NormalizeRequest>::Deserialize(
+          &parsed_from, &message_);
+      !parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a normd.v1.NormalizeRequest (", parsed.error_message(), ")"));
+  }
+  const std::string& input = message_.input().data();
+  input_ = TensorBytes::Contiguous(input.data(), static_cast<int64_t>(input.size()));
+  if (message_.has_residual()) {
+    const std::string& residual = message_.residual().data();
+    residual_ = TensorBytes::Contiguous(residual.data(), static_cast<int64_t>(residual.size()));
+  } else {
+    residual_ = TensorBytes();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace normd

@@ -1,0 +1,62 @@
+// A NormalizeRequest as received: every field parsed by protobuf except the two big ones, the
+// input's and the residual's data, which stay in gRPC's received slices and are read from there
+// (TensorBytes).
+//
+// How: the message's wire bytes are walked once; everything but those two `bytes` fields (tags,
+// lengths, dtype, shape, the weight, eps, ids, unknown fields) is copied into a small skeleton
+// message, with the two tensors' lengths rewritten, and protobuf parses the skeleton with its full
+// semantics (UTF-8 checks on strings, merging of repeated submessages, the oneof). A data field
+// stripped from the skeleton is recorded as pieces of the slices instead; where protobuf would keep
+// the last of several, so does this. Anything unusual on the wire (a group, a malformed field, a
+// skeleton protobuf refuses) falls back to protobuf's parse of the whole message, so that errors
+// and odd encodings are exactly protobuf's; the data then lives in the parsed message.
+//
+// Threads: one owner at a time, like the call that holds it.
+#ifndef NORMD_SERVER_REQUEST_WIRE_H_
+#define NORMD_SERVER_REQUEST_WIRE_H_
+
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "normd/v1/normd.pb.h"
+#include "server/tensor_bytes.h"
+
+namespace normd {
+
+class RequestWire {
+ public:
+  RequestWire() = default;
+  RequestWire(const RequestWire&) = delete;
+  RequestWire& operator=(const RequestWire&) = delete;
+
+  // Parses `bytes` (which may be cleared afterwards: the slices are shared, not copied). Call once.
+  // INVALID_ARGUMENT, saying so, when they are not a NormalizeRequest.
+  absl::Status Parse(const grpc::ByteBuffer& bytes);
+
+  // The request; its input and residual carry no data when the data is in the slices.
+  const normd::v1::NormalizeRequest& message() const { return message_; }
+  // The input's and the residual's data wherever they are; residual_data() is absent without a
+  // residual field.
+  const TensorBytes& input_data() const { return input_; }
+  const TensorBytes& residual_data() const { return residual_; }
+  // Whether the data stayed in the received slices (false after a fallback to protobuf's parse).
+  bool data_in_slices() const { return data_in_slices_; }
+
+ private:
+  // The walk described above; false where it hands over to protobuf's own parse.
+  bool ParseSkeleton();
+  absl::Status ParseWhole(const grpc::ByteBuffer& bytes);
+
+  std::vector<grpc::Slice> slices_;  // the received message, shared with gRPC
+  normd::v1::NormalizeRequest message_;
+  TensorBytes input_;
+  TensorBytes residual_;
+  bool data_in_slices_ = false;
+};
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_REQUEST_WIRE_H_
