@@ -6,10 +6,13 @@
 #                (SERVE_FLAGS: more normd flags, e.g. --max-queue-bytes for 64 x 32 MiB in flight)
 #   c1           one request at a time: normd (CPU and CUDA backends) vs the echo, with normd's own times
 #                and the GPU's SM clock sampled during each point (clocks_c1_*.csv), and normd's CPU
-#                time; C1_VARIANTS picks from cpu, cuda, cuda_copies (zero copy off), cuda_poll
+#                time; C1_VARIANTS picks from cpu, cuda (default flags: busy polling automatic),
+#                cuda_nopoll (--busy-poll-us=0), cuda_copies (zero copy off), cuda_poll
 #                (--busy-poll-us=BUSY_POLL_US), cuda_zc4 (zero copy up to 4 MiB) and cuda_poll_zc4
 #   stages       32 MiB requests at concurrency 8: device time per request against the host link
-#                bandwidth normd measured; 1-row requests at concurrency 64 with 1 and 2 workers
+#                bandwidth normd measured (STAGES_FLAGS: more normd flags, e.g. --workers-per-gpu=1,
+#                whose launches' copies never share the link, so that their stage times do not
+#                double-count); 1-row requests at concurrency 64 with 1 and 2 workers
 #   batching     1x4096 at BATCH_LEVELS concurrency for each --company-wait-us in BATCH_WAITS and each
 #                --workers-per-gpu in BATCH_WORKERS: throughput against the echo, requests per launch
 #   echo_ab      two normd-echo binaries side by side: ECHO_A (default: this bundle's) against ECHO_B
@@ -106,11 +109,12 @@ if has c1; then
   echo_pid=$!
   wait_serving "$OUT/echo_c1.log" "listening on"
   # cuda_copies: the CUDA backend with the zero-copy path turned off (every launch copies up and down);
-  # cuda_poll: the CUDA backend with busy polling (worker.h).
+  # cuda_poll: the CUDA backend with busy polling for BUSY_POLL_US (worker.h); cuda_nopoll: without.
   for variant in ${C1_VARIANTS:-cpu cuda cuda_copies}; do
     case $variant in
       cpu) flags="--backend=cpu" ;;
       cuda) flags="--backend=cuda" ;;
+      cuda_nopoll) flags="--backend=cuda --busy-poll-us=0" ;;
       cuda_copies) flags="--backend=cuda --zero-copy-max-bytes=0" ;;
       cuda_poll) flags="--backend=cuda --busy-poll-us=${BUSY_POLL_US:-1000}" ;;
       cuda_zc4) flags="--backend=cuda --zero-copy-max-bytes=4194304" ;;
@@ -146,7 +150,8 @@ fi
 # normd measured at start-up), then 1-row requests at concurrency 64 for each worker count.
 if has stages; then
   stamp stages
-  normd --backend=cuda --listen=127.0.0.1:50061 --metrics-listen=127.0.0.1:9465 2>"$OUT/normd_stages.log" &
+  normd --backend=cuda ${STAGES_FLAGS:-} --listen=127.0.0.1:50061 --metrics-listen=127.0.0.1:9465 \
+    2>"$OUT/normd_stages.log" &
   pid=$!
   wait_serving "$OUT/normd_stages.log" "normd serving"
   grep "GPU 0" "$OUT/normd_stages.log"
