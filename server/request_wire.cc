@@ -1,26 +1,24 @@
 #include "server/request_wire.h"
 
-#include <google/protobuf/io/coded_stream.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/wire_format.h"
 
 namespace normd {
 namespace {
 
-// Field numbers from proto/normd/v1/normd.proto; the unit test compares with protobuf's own parse.
-constexpr uint64_t kRequestInputField = 1;
-constexpr uint64_t kRequestResidualField = 5;
-constexpr uint64_t kTensorDataField = 3;
-
-// Protobuf's wire types.
-constexpr uint64_t kVarint = 0;
-constexpr uint64_t kFixed64 = 1;
-constexpr uint64_t kLengthDelimited = 2;
-constexpr uint64_t kFixed32 = 5;
+using wire::kFixed32;
+using wire::kFixed64;
+using wire::kLengthDelimited;
+using wire::kVarint;
+// As the walk compares them with a tag's field number.
+constexpr uint64_t kRequestInputField = wire::kRequestInputField;
+constexpr uint64_t kRequestResidualField = wire::kRequestResidualField;
+constexpr uint64_t kTensorDataField = wire::kTensorDataField;
 
 // Reads the received slices as one stream of bytes, up to a limit (a submessage's end). Copyable: a
 // copy remembers a position to read again from.
@@ -107,11 +105,7 @@ class SliceReader {
   int64_t end_ = 0;
 };
 
-void AppendVarint(uint64_t value, std::string& out) {
-  uint8_t bytes[10];
-  const uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(value, bytes);
-  out.append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(end - bytes));
-}
+using wire::AppendVarint;
 
 // Moves past one field's value of wire type `wire_type`. Groups (3, 4) and the undefined types are
 // left to protobuf: false.

@@ -1,6 +1,5 @@
 #include "server/response_wire.h"
 
-#include <google/protobuf/io/coded_stream.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <cstdlib>
@@ -8,30 +7,17 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "server/wire_format.h"
 
 namespace normd {
 namespace {
 
-// Protobuf's wire type for length-delimited fields (messages, bytes, strings).
-constexpr uint32_t kLengthDelimited = 2;
-constexpr uint32_t LengthDelimitedTag(int field_number) {
-  return (static_cast<uint32_t>(field_number) << 3) | kLengthDelimited;
-}
-// Field numbers from proto/normd/v1/normd.proto; a test parses the result with protobuf to hold
-// them to it.
-constexpr int kResponseOutputField = 1;
-constexpr int kResponseResidualOutField = 2;
-constexpr int kTensorDataField = 3;
-
-void AppendVarint(uint64_t value, std::string& out) {
-  uint8_t bytes[10];  // a varint of 64 bits takes at most 10 bytes
-  const uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(value, bytes);
-  out.append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(end - bytes));
-}
-
-size_t VarintSize(uint64_t value) {
-  return google::protobuf::io::CodedOutputStream::VarintSize64(value);
-}
+using wire::AppendVarint;
+using wire::kResponseOutputField;
+using wire::kResponseResidualOutField;
+using wire::kTensorDataField;
+using wire::LengthDelimitedTag;
+using wire::VarintSize;
 
 // What an output tensor takes from the request's tensor it is shaped like: everything but the data.
 void CopyDtypeAndShape(const normd::v1::Tensor& like, normd::v1::Tensor& out) {
