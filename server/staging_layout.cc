@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-
 namespace normd {
 namespace {
 
@@ -53,7 +52,6 @@ StagingLayout LayOutLaunch(const Launch& launch) {
 
 absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void* up_host, const void* up_device,
                         void* down_device, const DeviceWeightLookup& device_weight) {
-  const auto itemsize = static_cast<int64_t>(ItemSize(launch.dtype));
   auto* table = static_cast<RmsNormSegment*>(up_host);
   int64_t first_row = 0;
   for (size_t i = 0; i < launch.items.size(); ++i) {
