@@ -148,16 +148,36 @@ bool StripTensorData(SliceReader tensor, std::string& skeleton, TensorBytes& dat
   return true;
 }
 
+// INVALID_ARGUMENT for bytes that are not a request. Protobuf gives no reason for a parse it
+// refuses (gRPC passes on InitializationErrorString, empty in proto3), so `why` is usually empty.
+absl::Status NotARequest(absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "not a normd.v1.NormalizeRequest (", why.empty() ? "protobuf could not parse it" : why, ")"));
+}
+
 }  // namespace
 
 absl::Status RequestWire::Parse(const grpc::ByteBuffer& bytes) {
   slices_.clear();
-  if (bytes.Dump(&slices_).ok() && ParseSkeleton()) return absl::OkStatus();
+  if (bytes.Dump(&slices_).ok()) {
+    switch (ParseSkeleton()) {
+      case Skeleton::kParsed:
+        return absl::OkStatus();
+      case Skeleton::kRefused:
+        // The skeleton is the message less two complete `bytes` fields: protobuf refuses both or
+        // neither (the fuzz target holds the two parses to that), so the whole parse is spared.
+        slices_.clear();
+        message_.Clear();
+        return NotARequest("");
+      case Skeleton::kLeftToProtobuf:
+        break;
+    }
+  }
   slices_.clear();
   return ParseWhole(bytes);
 }
 
-bool RequestWire::ParseSkeleton() {
+RequestWire::Skeleton RequestWire::ParseSkeleton() {
   SliceReader in(slices_);
   std::string skeleton;
   TensorBytes input_data, residual_data;
@@ -165,18 +185,19 @@ bool RequestWire::ParseSkeleton() {
   while (!in.at_end()) {
     SliceReader field = in;
     uint64_t tag = 0;
-    if (!in.ReadVarint(&tag)) return false;
+    if (!in.ReadVarint(&tag)) return Skeleton::kLeftToProtobuf;
     const uint64_t number = tag >> 3;
     if ((number == kRequestInputField || number == kRequestResidualField) &&
         (tag & 7) == kLengthDelimited) {
       uint64_t length = 0;
-      if (!in.ReadVarint(&length) || length > static_cast<uint64_t>(in.remaining())) return false;
+      if (!in.ReadVarint(&length) || length > static_cast<uint64_t>(in.remaining()))
+        return Skeleton::kLeftToProtobuf;
       std::string tensor;
       const bool is_input = number == kRequestInputField;
       if (!StripTensorData(in.Limited(static_cast<int64_t>(length)), tensor,
                            is_input ? input_data : residual_data,
                            is_input ? has_input_data : has_residual_data)) {
-        return false;
+        return Skeleton::kLeftToProtobuf;
       }
       in.Skip(static_cast<int64_t>(length));
       AppendVarint(tag, skeleton);
@@ -184,18 +205,18 @@ bool RequestWire::ParseSkeleton() {
       skeleton += tensor;
       continue;
     }
-    if (!SkipValue(in, tag & 7)) return false;
-    if (!field.ReadInto(in.position() - field.position(), skeleton)) return false;
+    if (!SkipValue(in, tag & 7)) return Skeleton::kLeftToProtobuf;
+    if (!field.ReadInto(in.position() - field.position(), skeleton))
+      return Skeleton::kLeftToProtobuf;
   }
-  // Protobuf's own checks and merges on everything else; a refusal goes to the whole parse, whose
-  // error is the one to report.
-  if (!message_.ParseFromString(skeleton)) return false;
+  // Protobuf's own checks and merges on everything else.
+  if (!message_.ParseFromString(skeleton)) return Skeleton::kRefused;
   input_ = has_input_data ? std::move(input_data) : TensorBytes::Empty();
   residual_ = !message_.has_residual() ? TensorBytes()
               : has_residual_data      ? std::move(residual_data)
                                        : TensorBytes::Empty();
   data_in_slices_ = true;
-  return true;
+  return Skeleton::kParsed;
 }
 
 absl::Status RequestWire::ParseWhole(const grpc::ByteBuffer& bytes) {
@@ -206,8 +227,7 @@ absl::Status RequestWire::ParseWhole(const grpc::ByteBuffer& bytes) {
   if (grpc::Status parsed = grpc::SerializationTraits<normd::v1::NormalizeRequest>::Deserialize(
           &parsed_from, &message_);
       !parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not a normd.v1.NormalizeRequest (", parsed.error_message(), ")"));
+    return NotARequest(parsed.error_message());
   }
   const std::string& input = message_.input().data();
   input_ = TensorBytes::Contiguous(input.data(), static_cast<int64_t>(input.size()));

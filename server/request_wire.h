@@ -7,9 +7,10 @@
 // message, with the two tensors' lengths rewritten, and protobuf parses the skeleton with its full
 // semantics (UTF-8 checks on strings, merging of repeated submessages, the oneof). A data field
 // stripped from the skeleton is recorded as pieces of the slices instead; where protobuf would keep
-// the last of several, so does this. Anything unusual on the wire (a group, a malformed field, a
-// skeleton protobuf refuses) falls back to protobuf's parse of the whole message, so that errors
-// and odd encodings are exactly protobuf's; the data then lives in the parsed message.
+// the last of several, so does this. A skeleton protobuf refuses is a message protobuf refuses (it
+// is the message less two complete fields). Anything else unusual on the wire (a group, a malformed
+// field) falls back to protobuf's parse of the whole message, so that odd encodings are accepted or
+// refused exactly as protobuf does; the data then lives in the parsed message.
 //
 // Threads: one owner at a time, like the call that holds it.
 #ifndef NORMD_SERVER_REQUEST_WIRE_H_
@@ -46,8 +47,10 @@ class RequestWire {
   bool data_in_slices() const { return data_in_slices_; }
 
  private:
-  // The walk described above; false where it hands over to protobuf's own parse.
-  bool ParseSkeleton();
+  // The walk described above: the request parsed, refused by protobuf, or left to protobuf's parse
+  // of the whole message.
+  enum class Skeleton { kParsed, kRefused, kLeftToProtobuf };
+  Skeleton ParseSkeleton();
   absl::Status ParseWhole(const grpc::ByteBuffer& bytes);
 
   std::vector<grpc::Slice> slices_;  // the received message, shared with gRPC
