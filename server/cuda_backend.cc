@@ -119,10 +119,10 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
   BatchLimits limits = config.batch;
   if (config.busy_poll_automatic) {
     const int workers = static_cast<int>(gpus->size()) * config.workers_per_gpu;
-    limits.busy_poll = AutomaticBusyPoll(UsableCpuCount(), workers);
-    Log(LogLevel::kInfo,
-        "busy polling (--busy-poll-us=-1, automatic): ", absl::FormatDuration(limits.busy_poll),
-        " for ", workers, " workers on ", UsableCpuCount(), " usable CPUs");
+    const int cpus = UsableCpuCount();
+    limits.busy_poll = AutomaticBusyPoll(cpus, workers);
+    Log(LogLevel::kInfo, "busy polling (--busy-poll-us=-1, automatic): ",
+        absl::FormatDuration(limits.busy_poll), " for ", workers, " workers on ", cpus, " usable CPUs");
   }
   for (int gpu : *gpus) {
     cudaDeviceProp props{};

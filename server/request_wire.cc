@@ -53,13 +53,7 @@ class SliceReader {
   }
 
   bool Skip(int64_t bytes) {
-    if (bytes < 0 || bytes > remaining()) return false;
-    while (bytes > 0) {
-      const int64_t step = std::min(bytes, LeftInSlice());
-      Advance(step);
-      bytes -= step;
-    }
-    return true;
+    return Consume(bytes, [](const char*, int64_t) {});
   }
 
   // Appends the next `bytes` bytes to `out` (copying), or to `pieces` as pieces of the slices.

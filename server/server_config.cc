@@ -49,13 +49,10 @@ ABSL_FLAG(int64_t, company_wait_us, 0,
           "Adaptive batching for clients that wait for each answer: a launch may wait up to this long for as "
           "many requests as the worker's previous launch carried (0 = off; one client alone never waits)");
 ABSL_FLAG(int64_t, busy_poll_us, -1,
-          "Latency for CPU: after its last launch a worker's thread polls for new requests this "
-          "long (a core "
-          "busy meanwhile) instead of sleeping, and launches small ones (up to 64 KiB) itself with "
-          "its caches warm "
-          "(0 = off; -1 = automatic: 1000 with the CUDA backend when normd may run on at least 4 "
-          "CPUs per "
-          "worker, else off)");
+          "Latency for CPU: after its last launch a worker's thread polls for new requests this long (a "
+          "core busy meanwhile) instead of sleeping, and launches small ones (up to 64 KiB) itself with its "
+          "caches warm (0 = off; -1 = automatic: 1000 with the CUDA backend when normd may run on at least "
+          "4 CPUs per worker, else off)");
 ABSL_FLAG(int64_t, max_queue_bytes, int64_t{1} << 30,
           "Payload bytes of accepted, unanswered requests; past it new requests get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, max_concurrent_streams, 256,
