@@ -124,16 +124,21 @@ absl::Status ValidateTensor(const normd::v1::Tensor& tensor, int64_t data_bytes,
   return absl::OkStatus();
 }
 
+TensorBytes InputDataIn(const normd::v1::NormalizeRequest& request) {
+  const std::string& input = request.input().data();
+  return TensorBytes::Contiguous(input.data(), static_cast<int64_t>(input.size()));
+}
+
+TensorBytes ResidualDataIn(const normd::v1::NormalizeRequest& request) {
+  if (!request.has_residual()) return TensorBytes();
+  const std::string& residual = request.residual().data();
+  return TensorBytes::Contiguous(residual.data(), static_cast<int64_t>(residual.size()));
+}
+
 absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,
                                                           const ValidationLimits& limits,
                                                           WeightRegistry& weights) {
-  const std::string& input = request.input().data();
-  const std::string& residual = request.residual().data();
-  return ValidateNormalizeRequest(
-      request, TensorBytes::Contiguous(input.data(), static_cast<int64_t>(input.size())),
-      request.has_residual() ? TensorBytes::Contiguous(residual.data(), static_cast<int64_t>(residual.size()))
-                             : TensorBytes(),
-      limits, weights);
+  return ValidateNormalizeRequest(request, InputDataIn(request), ResidualDataIn(request), limits, weights);
 }
 
 absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,

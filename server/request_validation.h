@@ -52,6 +52,11 @@ absl::Status ValidateTensor(const normd::v1::Tensor& tensor, absl::string_view f
 absl::Status ValidateTensor(const normd::v1::Tensor& tensor, int64_t data_bytes, absl::string_view field,
                             DType* dtype, int64_t* rows, int64_t* hidden);
 
+// The data of a message's input and residual where protobuf parsed them into the message itself;
+// the residual's is absent without a residual field.
+TensorBytes InputDataIn(const normd::v1::NormalizeRequest& request);
+TensorBytes ResidualDataIn(const normd::v1::NormalizeRequest& request);
+
 // A request whose tensors carry their data.
 absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,
                                                           const ValidationLimits& limits,

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/request_validation.h"
 #include "server/wire_format.h"
 
 namespace normd {
@@ -223,14 +224,8 @@ absl::Status RequestWire::ParseWhole(const grpc::ByteBuffer& bytes) {
       !parsed.ok()) {
     return NotARequest(parsed.error_message());
   }
-  const std::string& input = message_.input().data();
-  input_ = TensorBytes::Contiguous(input.data(), static_cast<int64_t>(input.size()));
-  if (message_.has_residual()) {
-    const std::string& residual = message_.residual().data();
-    residual_ = TensorBytes::Contiguous(residual.data(), static_cast<int64_t>(residual.size()));
-  } else {
-    residual_ = TensorBytes();
-  }
+  input_ = InputDataIn(message_);
+  residual_ = ResidualDataIn(message_);
   return absl::OkStatus();
 }
 
