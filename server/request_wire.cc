@@ -42,15 +42,17 @@ class SliceReader {
   }
 
   bool ReadVarint(uint64_t* value) {
-    *value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (at_end()) return false;
-      const uint8_t byte = static_cast<uint8_t>(*Here());
-      Advance(1);
-      *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) return true;
-    }
-    return false;  // more than ten bytes: not a varint
+    int bytes = 0;
+    return ReadVarint(value, bytes);
+  }
+
+  // A tag and a length as protobuf reads them. Protobuf reads a tag from at most 5 bytes into 32
+  // bits and a length from at most 5 bytes up to 2 GiB less 16, so an encoding padded with zero
+  // groups or past those bounds may read differently there than as a 64-bit varint here. Real
+  // encoders write neither; false for them, and the message is left to protobuf's whole parse.
+  bool ReadTag(uint64_t* tag) { return ReadMinimalVarint(tag, kMaxTag); }
+  bool ReadLength(uint64_t* length) {
+    return ReadMinimalVarint(length, kMaxLength) && *length <= static_cast<uint64_t>(remaining());
   }
 
   bool Skip(int64_t bytes) {
@@ -67,6 +69,28 @@ class SliceReader {
   }
 
  private:
+  static constexpr uint64_t kMaxTag = 0xffffffffu;
+  static constexpr uint64_t kMaxLength = 0x7fffffffu - 16;  // protobuf's ReadSize bound
+
+  bool ReadVarint(uint64_t* value, int& bytes) {
+    *value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (at_end()) return false;
+      const uint8_t byte = static_cast<uint8_t>(*Here());
+      Advance(1);
+      ++bytes;
+      *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;  // more than ten bytes: not a varint
+  }
+  // A varint in its shortest encoding and no larger than `max`.
+  bool ReadMinimalVarint(uint64_t* value, uint64_t max) {
+    int bytes = 0;
+    return ReadVarint(value, bytes) && *value <= max &&
+           static_cast<size_t>(bytes) == wire::VarintSize(*value);
+  }
+
   const char* Here() const {
     return reinterpret_cast<const char*>((*slices_)[slice_].begin()) +
            static_cast<ptrdiff_t>(offset_);
@@ -112,8 +136,7 @@ bool SkipValue(SliceReader& in, uint64_t wire_type) {
     case kFixed64:
       return in.Skip(8);
     case kLengthDelimited:
-      return in.ReadVarint(&value) && value <= static_cast<uint64_t>(in.remaining()) &&
-             in.Skip(static_cast<int64_t>(value));
+      return in.ReadLength(&value) && in.Skip(static_cast<int64_t>(value));
     case kFixed32:
       return in.Skip(4);
     default:
@@ -127,11 +150,10 @@ bool StripTensorData(SliceReader tensor, std::string& skeleton, TensorBytes& dat
   while (!tensor.at_end()) {
     SliceReader field = tensor;
     uint64_t tag = 0;
-    if (!tensor.ReadVarint(&tag)) return false;
+    if (!tensor.ReadTag(&tag)) return false;
     if ((tag >> 3) == kTensorDataField && (tag & 7) == kLengthDelimited) {
       uint64_t length = 0;
-      if (!tensor.ReadVarint(&length) || length > static_cast<uint64_t>(tensor.remaining()))
-        return false;
+      if (!tensor.ReadLength(&length)) return false;
       data = TensorBytes::Empty();
       has_data = true;
       if (!tensor.ReadPieces(static_cast<int64_t>(length), data)) return false;
@@ -180,13 +202,12 @@ RequestWire::Skeleton RequestWire::ParseSkeleton() {
   while (!in.at_end()) {
     SliceReader field = in;
     uint64_t tag = 0;
-    if (!in.ReadVarint(&tag)) return Skeleton::kLeftToProtobuf;
+    if (!in.ReadTag(&tag)) return Skeleton::kLeftToProtobuf;
     const uint64_t number = tag >> 3;
     if ((number == kRequestInputField || number == kRequestResidualField) &&
         (tag & 7) == kLengthDelimited) {
       uint64_t length = 0;
-      if (!in.ReadVarint(&length) || length > static_cast<uint64_t>(in.remaining()))
-        return Skeleton::kLeftToProtobuf;
+      if (!in.ReadLength(&length)) return Skeleton::kLeftToProtobuf;
       std::string tensor;
       const bool is_input = number == kRequestInputField;
       if (!StripTensorData(in.Limited(static_cast<int64_t>(length)), tensor,

@@ -156,6 +156,31 @@ TEST(RequestWireTest, OddEncodingsGoToProtobuf) {
   EXPECT_NE(status.message().find("not a normd.v1.NormalizeRequest"), std::string::npos) << status;
 }
 
+// Tags and lengths padded with zero groups. Protobuf reads a length from at most 5 bytes and a tag
+// from at most 5, so a padding it accepts must decode the same here, and one it refuses (the fuzz
+// target's find: a residual whose length 0 took 6 bytes) must be refused here too.
+TEST(RequestWireTest, PaddedTagsAndLengthsDecodeAsInProtobuf) {
+  std::mt19937 random(7);
+  normd::v1::NormalizeRequest request;
+  *request.mutable_input() = Tensor(normd::v1::DTYPE_FLOAT32, {4}, 16, random);
+  const std::string plain = request.SerializeAsString();
+  // Residual (field 5), length 0 written in 2 bytes; then its tag written in 2 bytes.
+  EXPECT_FALSE(ExpectSameAsProtobuf(plain + std::string("\x2a\x80\x00", 3), 4));
+  EXPECT_FALSE(ExpectSameAsProtobuf(plain + std::string("\xaa\x00\x00", 3), 4));
+  // A tensor's data (field 3) of 2 bytes, its length written in 5 bytes.
+  EXPECT_FALSE(ExpectSameAsProtobuf(
+      plain + std::string("\x2a\x08\x1a\x82\x80\x80\x80\x00\x01\x02", 10), 3));
+  for (const std::string& refused : {
+           plain + std::string("\x2a\x80\x80\x80\x80\x80\x00", 7),  // length in 6 bytes
+           plain + std::string("\xaa\x80\x80\x80\x80\x00\x00", 7),  // tag in 6 bytes
+       }) {
+    normd::v1::NormalizeRequest unused;
+    ASSERT_FALSE(unused.ParseFromString(refused));
+    RequestWire wire;
+    EXPECT_EQ(wire.Parse(InSlices(refused, 3)).code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(RequestWireTest, TruncatedBytesAreRefused) {
   std::mt19937 random(6);
   normd::v1::NormalizeRequest request;
