@@ -12,7 +12,7 @@
 #include "absl/time/clock.h"
 #include "client/normd_client.h"
 #include "tests/client/client_test_util.h"
-#include "tests/integration/normd_process.h"
+#include "tests/integration/suite_normd.h"
 
 namespace normd::testing {
 namespace {
@@ -36,26 +36,15 @@ std::unique_ptr<Client> Connect(const std::string& target) {
   return client.ok() ? *std::move(client) : nullptr;
 }
 
-class ClientTest : public ::testing::Test {
+class ClientTest : public SuiteNormdTest<ClientTest> {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new NormdProcess();
-    ASSERT_TRUE(server_->Start({"--backend=cpu"}).ok()) << server_->log();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
-    ASSERT_NE(server_, nullptr);
+    SuiteNormdTest::SetUp();
     client_ = Connect(server_->address());
     ASSERT_NE(client_, nullptr);
   }
-  static NormdProcess* server_;
   std::unique_ptr<Client> client_;
 };
-
-NormdProcess* ClientTest::server_ = nullptr;
 
 TEST_F(ClientTest, LimitsComeFromTheServer) {
   EXPECT_EQ(client_->max_request_bytes(), int64_t{256} << 20);

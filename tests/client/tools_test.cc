@@ -13,7 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "client/npy.h"
 #include "client/tensor.h"
-#include "tests/integration/normd_process.h"
+#include "tests/integration/suite_normd.h"
 #include "tests/integration/tensor_util.h"
 
 namespace normd::testing {
@@ -39,20 +39,7 @@ NpyArray FromTensor(const normd::v1::Tensor& t, const char* descr) {
   return a;
 }
 
-class ToolsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new NormdProcess();
-    ASSERT_TRUE(server_->Start({"--backend=cpu"}).ok()) << server_->log();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  static NormdProcess* server_;
-};
-
-NormdProcess* ToolsTest::server_ = nullptr;
+class ToolsTest : public SuiteNormdTest<ToolsTest> {};
 
 // bf16 travels as uint16 .npy files, fp16 and fp32 as themselves; each output matches the reference.
 TEST_F(ToolsTest, NormctlNormalizeRoundTrip) {

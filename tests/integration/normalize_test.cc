@@ -7,24 +7,16 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "normd/v1/normd.grpc.pb.h"
-#include "tests/integration/normd_process.h"
+#include "tests/integration/suite_normd.h"
 #include "tests/integration/tensor_util.h"
 
 namespace normd::testing {
 namespace {
 
-class NormalizeTest : public ::testing::Test {
+class NormalizeTest : public SuiteNormdTest<NormalizeTest> {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new NormdProcess();
-    ASSERT_TRUE(server_->Start({"--backend=cpu"}).ok()) << server_->log();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
-    ASSERT_NE(server_, nullptr);
+    SuiteNormdTest::SetUp();
     stub_ = normd::v1::Normalizer::NewStub(server_->NewChannel());
   }
 
@@ -34,11 +26,8 @@ class NormalizeTest : public ::testing::Test {
     return stub_->Normalize(&context, request, response);
   }
 
-  static NormdProcess* server_;
   std::unique_ptr<normd::v1::Normalizer::Stub> stub_;
 };
-
-NormdProcess* NormalizeTest::server_ = nullptr;
 
 TEST_F(NormalizeTest, HealthIsServing) {
   auto health = grpc::health::v1::Health::NewStub(server_->NewChannel());

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "normd/v1/normd.grpc.pb.h"
-#include "tests/integration/normd_process.h"
+#include "tests/integration/suite_normd.h"
 #include "tests/integration/tensor_util.h"
 
 namespace normd::testing {
@@ -107,17 +107,13 @@ const BadRequest kBadRequests[] = {
      grpc::INVALID_ARGUMENT, {"weight_offset", "inf"}},
 };
 
-class ValidationTest : public ::testing::TestWithParam<BadRequest> {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new NormdProcess();
-    ASSERT_TRUE(server_->Start({"--backend=cpu", "--max-request-bytes=1048576"}).ok()) << server_->log();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
+class ValidationTest : public SuiteNormdTest<ValidationTest, ::testing::TestWithParam<BadRequest>> {
+ public:
+  static std::vector<std::string> SuiteFlags() {
+    return {"--backend=cpu", "--max-request-bytes=1048576"};
   }
 
+ protected:
   // A valid fp16 request of 4 x 32 with a residual: each case breaks one thing about it.
   static NormalizeRequest ValidRequest() {
     std::mt19937 rng(3);
@@ -130,14 +126,9 @@ class ValidationTest : public ::testing::TestWithParam<BadRequest> {
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     return stub->Normalize(&context, request, response);
   }
-
-  static NormdProcess* server_;
 };
 
-NormdProcess* ValidationTest::server_ = nullptr;
-
 TEST_P(ValidationTest, AnswersWithFieldAndNumbersThenKeepsServing) {
-  ASSERT_NE(server_, nullptr);
   const BadRequest& bad = GetParam();
   NormalizeRequest request = ValidRequest();
   bad.mutate(request);
@@ -159,7 +150,6 @@ INSTANTIATE_TEST_SUITE_P(Table, ValidationTest, ::testing::ValuesIn(kBadRequests
                          [](const ::testing::TestParamInfo<BadRequest>& info) { return info.param.name; });
 
 TEST_F(ValidationTest, RequestOverMaxRequestBytesIsResourceExhausted) {
-  ASSERT_NE(server_, nullptr);
   std::mt19937 rng(4);
   // 2 x 300K fp32 = 2.4 MB, over the 1 MiB --max-request-bytes this server runs with.
   const NormalizeRequest big = MakeRequest(DType::kFloat32, 2, 300000, false, rng);
@@ -171,7 +161,6 @@ TEST_F(ValidationTest, RequestOverMaxRequestBytesIsResourceExhausted) {
 }
 
 TEST_F(ValidationTest, RegisterWeightRejectsBadTensors) {
-  ASSERT_NE(server_, nullptr);
   auto stub = normd::v1::Normalizer::NewStub(server_->NewChannel());
   normd::v1::RegisterWeightRequest request;
   normd::v1::RegisterWeightResponse response;
