@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "client/cli_flags.h"
+#include "base/command_line.h"
 #include "client/normd_client.h"
 #include "client/npy.h"
 #include "client/tls_flags.h"

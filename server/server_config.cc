@@ -4,16 +4,16 @@
 #include <cstdlib>
 
 #include "absl/flags/flag.h"
-#include "absl/time/time.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
-#include "absl/strings/match.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/time.h"
+#include "base/command_line.h"
 #include "server/usable_cpus.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -99,19 +99,6 @@ absl::Status ApplyEnvironment() {
   return absl::OkStatus();
 }
 
-// absl flags use underscores; accept --max-hidden as --max_hidden.
-std::vector<std::string> NormalizeDashes(int argc, char** argv) {
-  std::vector<std::string> args(argv, argv + argc);
-  for (size_t i = 1; i < args.size(); ++i) {
-    std::string& a = args[i];
-    if (a == "--") break;
-    if (a.rfind("--", 0) != 0) continue;
-    const size_t end = std::min(a.find('='), a.size());
-    std::replace(a.begin() + 2, a.begin() + static_cast<std::ptrdiff_t>(end), '-', '_');
-  }
-  return args;
-}
-
 absl::Status CheckPositive(absl::string_view name, int64_t value) {
   if (value > 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("--", name, " = ", value, " must be positive"));
@@ -132,10 +119,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   usage.contains_helpshort_flags = &IsNormdFlagFile;
   absl::SetFlagsUsageConfig(usage);
   if (absl::Status env = ApplyEnvironment(); !env.ok()) return env;
-  std::vector<std::string> args = NormalizeDashes(argc, argv);
-  std::vector<char*> arg_ptrs;
-  for (auto& a : args) arg_ptrs.push_back(a.data());
-  const std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
+  const std::vector<std::string> rest = ParseCommandLineWithDashes(argc, argv);
   if (rest.size() > 1) {
     return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", rest[1], "' (see --help)"));
   }

@@ -23,9 +23,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/command_line.h"
 #include "base/mutex.h"
 #include "bench/load/load_generator.h"
-#include "client/cli_flags.h"
 #include "client/normd_client.h"
 #include "client/tls_flags.h"
 

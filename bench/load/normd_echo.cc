@@ -7,7 +7,6 @@
 // "listening on HOST:PORT" to stderr like normd, and it reports SERVING on grpc.health.v1 at once.
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
-
 #include <malloc.h>
 
 #include <csignal>
@@ -17,8 +16,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "base/command_line.h"
 #include "base/mutex.h"
-#include "client/cli_flags.h"
 #include "normd/v1/normd.grpc.pb.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50052", "gRPC address to serve on (port 0: any free port)");
