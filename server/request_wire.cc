@@ -42,8 +42,15 @@ class SliceReader {
   }
 
   bool ReadVarint(uint64_t* value) {
-    int bytes = 0;
-    return ReadVarint(value, bytes);
+    *value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (at_end()) return false;
+      const uint8_t byte = static_cast<uint8_t>(*Here());
+      Advance(1);
+      *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;  // more than ten bytes: not a varint
   }
 
   // A tag and a length as protobuf reads them. Protobuf reads a tag from at most 5 bytes into 32
@@ -72,23 +79,11 @@ class SliceReader {
   static constexpr uint64_t kMaxTag = 0xffffffffu;
   static constexpr uint64_t kMaxLength = 0x7fffffffu - 16;  // protobuf's ReadSize bound
 
-  bool ReadVarint(uint64_t* value, int& bytes) {
-    *value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (at_end()) return false;
-      const uint8_t byte = static_cast<uint8_t>(*Here());
-      Advance(1);
-      ++bytes;
-      *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) return true;
-    }
-    return false;  // more than ten bytes: not a varint
-  }
   // A varint in its shortest encoding and no larger than `max`.
   bool ReadMinimalVarint(uint64_t* value, uint64_t max) {
-    int bytes = 0;
-    return ReadVarint(value, bytes) && *value <= max &&
-           static_cast<size_t>(bytes) == wire::VarintSize(*value);
+    const int64_t start = position_;
+    return ReadVarint(value) && *value <= max &&
+           static_cast<size_t>(position_ - start) == wire::VarintSize(*value);
   }
 
   const char* Here() const {
