@@ -30,12 +30,14 @@ absl::Status EncodeWeight(const TensorView& weight, DType wire_dtype, normd::v1:
 
 }  // namespace
 
-absl::Status FromGrpcCall(const grpc::Status& status, const grpc::ClientContext& context) {
+absl::Status FromGrpcCall(const grpc::Status& status, const grpc::ClientContext& context,
+                          absl::string_view channel_target) {
   absl::Status result = FromGrpcStatus(status);
   if (result.ok()) return result;
-  // peer() is "" when the call never got a connection (no replica ready, deadline spent waiting).
+  // For a call that never got a connection (no replica ready, a pick that raced a replica's death,
+  // the deadline spent waiting) gRPC's peer() is the channel's target, which names no one server.
   const std::string peer = context.peer();
-  if (!peer.empty()) result.SetPayload(kPeerPayloadUrl, absl::Cord(peer));
+  if (!peer.empty() && peer != channel_target) result.SetPayload(kPeerPayloadUrl, absl::Cord(peer));
   return result;
 }
 
@@ -84,7 +86,8 @@ class Client::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
       }
       return;
     }
-    Finish(status.ok() ? ToNormalizeResult(std::move(response_)) : FromGrpcCall(status, *context_));
+    Finish(status.ok() ? ToNormalizeResult(std::move(response_))
+                       : FromGrpcCall(status, *context_, client_->options_.target));
   }
 
   void Reregister() {
@@ -102,7 +105,7 @@ class Client::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
   void OnRegistered(const grpc::Status& status) {
     TakenBackFromLibrary(this);
     if (!status.ok()) {
-      Finish(FromGrpcCall(status, *context_));
+      Finish(FromGrpcCall(status, *context_, client_->options_.target));
       return;
     }
     const std::shared_ptr<Weight::State>& weight = prepared_->weight_->state_;
@@ -248,7 +251,7 @@ absl::StatusOr<NormalizeResult> Client::Normalize(const PreparedRequest& prepare
       request = &retry;
       continue;
     }
-    if (!status.ok()) return FromGrpcCall(status, context);
+    if (!status.ok()) return FromGrpcCall(status, context, options_.target);
     return ToNormalizeResult(std::move(response));
   }
 }

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 #define NORMD_CLIENT_CONCAT_INNER_(a, b) a##b
 #define NORMD_CLIENT_CONCAT_(a, b) NORMD_CLIENT_CONCAT_INNER_(a, b)
@@ -41,9 +42,11 @@ inline absl::Status FromGrpcStatus(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
-// The same, for a call made with `context`: a failed status also carries the address of the server the
-// call was sent to (see PeerOf in normd_client.h), when it reached one.
-absl::Status FromGrpcCall(const grpc::Status& status, const grpc::ClientContext& context);
+// The same, for a call made with `context` on a channel to `channel_target`: a failed status also
+// carries the address of the server the call was sent to (see PeerOf in normd_client.h), when it
+// reached one.
+absl::Status FromGrpcCall(const grpc::Status& status, const grpc::ClientContext& context,
+                          absl::string_view channel_target);
 
 }  // namespace normd
 

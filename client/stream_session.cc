@@ -105,7 +105,7 @@ class StreamSession::Reactor final
       for (Entry& e : unwritten_) left.push_back(std::move(e));
       unwritten_.clear();
     }
-    absl::Status status = FromGrpcCall(grpc_status, context_);
+    absl::Status status = FromGrpcCall(grpc_status, context_, client_->options_.target);
     if (status.ok() && !left.empty()) status = absl::InternalError("stream ended before every response came");
     for (Entry& e : left) {
       if (status.code() == absl::StatusCode::kNotFound || status.code() == absl::StatusCode::kUnavailable) {

@@ -210,6 +210,19 @@ TEST_F(ClientTest, AFailedCallNamesTheServerItWasSentTo) {
   r = client_->Normalize(TensorView::Float32(x, {3, 5}), TensorView::Float32(w5));
   ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
   EXPECT_EQ(PeerOf(r.status()), "");
+  // Failed in the channel, no server reached (nothing listens on port 1): none named either, not
+  // the channel's target, which is what gRPC's ClientContext::peer() says for such a call.
+  ClientOptions unreachable;
+  unreachable.target = "127.0.0.1:1";
+  unreachable.max_request_bytes = 1 << 20;  // no GetServerInfo call at Connect
+  absl::StatusOr<std::unique_ptr<Client>> nowhere = Client::Connect(unreachable);
+  ASSERT_TRUE(nowhere.ok()) << nowhere.status();
+  r = (*nowhere)->Normalize(TensorView::Float32(x, {2, 5}), TensorView::Float32(w5));
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_EQ(PeerOf(r.status()), "");
+  r = (*nowhere)->NormalizeFuture(TensorView::Float32(x, {2, 5}), TensorView::Float32(w5)).get();
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_EQ(PeerOf(r.status()), "");
 }
 
 // The weight survives a server restart: the client registers it again on NOT_FOUND, in every call style.

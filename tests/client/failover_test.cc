@@ -1,13 +1,15 @@
-// Failover (issue 7): three normd processes behind one client target with round_robin; one of them is
-// SIGKILLed (no drain, connections cut) while eight callers keep calls in flight.
+// Failover (issue 7): three normd processes behind one client target with round_robin; one of them
+// is SIGKILLed (no drain, connections cut) while eight callers keep calls in flight.
 //  - With the client's retry policy (the default) no call fails: a call cut by the kill is retried
 //    on another replica.
 //  - With retries off (max_attempts 1) the only calls that fail are those in flight on the killed
-//    process: every failure is UNAVAILABLE and names the killed replica as the server it was sent to
-//    (PeerOf), and none is a call started once the channel has had a second to see the kill. A call
-//    started just after the kill can still be among them: until gRPC reads the reset from the dead
-//    connection, round_robin may hand that connection a new call, which is then in flight on the dead
-//    process (a fresh-clone CI run saw 9 failures from 8 callers this way).
+//    process: every failure is UNAVAILABLE and names the killed replica as the server it was sent
+//    to (PeerOf), and none is a call started once the channel has had a second to see the kill. A
+//    call started just after the kill can still be among them: until gRPC reads the reset from the
+//    dead connection, round_robin may hand that connection a new call, which is then in flight on
+//    the dead process (a fresh-clone CI run saw 9 failures from 8 callers this way), or fails in
+//    the channel before it has a stream, naming no server (about 1 run in 12 with two runs side by
+//    side on the 2-core VM). No failure ever names a surviving replica.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -113,8 +115,13 @@ TEST(FailoverTest, WithoutRetriesOnlyCallsInFlightOnTheKilledReplicaFail) {
   EXPECT_EQ(out.failed_before_kill, 0) << out.first_error;
   EXPECT_EQ(out.failed_late, 0) << out.first_error;
   for (absl::StatusCode code : out.codes) EXPECT_EQ(code, absl::StatusCode::kUnavailable) << out.first_error;
-  // The survivors failed nothing: every failed call had been sent to the killed replica.
-  for (const std::string& peer : out.peers) EXPECT_EQ(peer, run.killed_peer) << out.first_error;
+  // The survivors failed nothing: every failed call had been sent to the killed replica, or to no
+  // server at all (failed in the channel, racing the kill).
+  for (const std::string& peer : out.peers) {
+    EXPECT_TRUE(peer == run.killed_peer || peer.empty())
+        << "a failed call names " << peer << ", not the killed " << run.killed_peer << ": "
+        << out.first_error;
+  }
   EXPECT_GT(out.ok_before_kill, 0);
   EXPECT_GT(out.ok_after_kill, 0);
   ::testing::Test::RecordProperty("failed_calls", out.failed);  // in the XML report, for the curious
