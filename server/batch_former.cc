@@ -37,7 +37,8 @@ void RemoveDeadRequests(WorkQueue& queue, absl::Time now,
 }
 
 bool WaitsForCompany(const BatchLimits& limits, int64_t expected_requests) {
-  return limits.company_wait > absl::ZeroDuration() && expected_requests > 1;
+  return limits.company_wait > absl::ZeroDuration() &&
+         expected_requests >= std::max<int64_t>(2, limits.company_min_requests);
 }
 
 absl::Time NextLaunchTime(const WorkQueue& queue, const BatchLimits& limits, absl::Time now,

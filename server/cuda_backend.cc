@@ -117,13 +117,30 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
   Backend backend;
   backend.name = "cuda";
   BatchLimits limits = config.batch;
+  const int workers = static_cast<int>(gpus->size()) * config.workers_per_gpu;
+  const int cpus = UsableCpuCount();
   if (config.busy_poll_automatic) {
-    const int workers = static_cast<int>(gpus->size()) * config.workers_per_gpu;
-    const int cpus = UsableCpuCount();
     limits.busy_poll = AutomaticBusyPoll(cpus, workers);
     Log(LogLevel::kInfo, "busy polling (--busy-poll-us=-1, automatic): ",
         absl::FormatDuration(limits.busy_poll), " for ", workers, " workers on ", cpus, " usable CPUs");
   }
+  if (config.company_wait_automatic) {
+    limits.company_wait = kCompanyWaitAutomatic;
+    Log(LogLevel::kInfo, "waiting for company (--company-wait-us=-1, automatic): up to ",
+        absl::FormatDuration(limits.company_wait), " after a launch of at least ",
+        limits.company_min_requests, " requests");
+  }
+  CudaExecutorOptions options;
+  options.weight_cache_bytes = config.max_weight_bytes;
+  options.zero_copy_max_bytes = config.zero_copy_max_bytes;
+  options.copy_threads =
+      config.copy_threads > 0 ? config.copy_threads : AutomaticCopyThreads(cpus, workers);
+  options.copy_spin = config.copy_spin_as_busy_poll ? limits.busy_poll : config.copy_spin;
+  Log(LogLevel::kInfo, "copies to and from pinned memory: ", options.copy_threads,
+      " threads per worker",
+      options.copy_threads > 1 ? absl::StrCat(", polling ", absl::FormatDuration(options.copy_spin),
+                                              " after each launch")
+                               : std::string());
   for (int gpu : *gpus) {
     cudaDeviceProp props{};
     if (cudaError_t e = cudaGetDeviceProperties(&props, gpu); e != cudaSuccess) {
@@ -146,7 +163,7 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
         link.d2h / 1e9, " GB/s");
     for (int w = 0; w < config.workers_per_gpu; ++w) {
       absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
-          CudaExecutor::Create(gpu, w, config.max_weight_bytes, config.zero_copy_max_bytes, metrics);
+          CudaExecutor::Create(gpu, w, options, metrics);
       if (!executor.ok()) return executor.status();
       backend.workers.push_back(std::make_unique<Worker>(*std::move(executor), limits, metrics));
     }

@@ -64,20 +64,18 @@ cudaError_t LaunchWholeKernel(const Launch& launch, const void* host_table, cons
 
 }  // namespace
 
-CudaExecutor::CudaExecutor(int device, int worker_index, int64_t weight_cache_bytes, int64_t zero_copy_max_bytes,
+CudaExecutor::CudaExecutor(int device, int worker_index, const CudaExecutorOptions& options,
                            ServerMetrics* metrics)
     : device_(device),
       worker_index_(worker_index),
-      weight_cache_bytes_(weight_cache_bytes),
-      zero_copy_max_bytes_(zero_copy_max_bytes),
-      metrics_(metrics) {}
+      weight_cache_bytes_(options.weight_cache_bytes),
+      zero_copy_max_bytes_(options.zero_copy_max_bytes),
+      metrics_(metrics),
+      copies_(options.copy_threads, options.copy_spin) {}
 
-absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(int device, int worker_index,
-                                                                   int64_t weight_cache_bytes,
-                                                                   int64_t zero_copy_max_bytes,
-                                                                   ServerMetrics* metrics) {
-  std::unique_ptr<CudaExecutor> executor(
-      new CudaExecutor(device, worker_index, weight_cache_bytes, zero_copy_max_bytes, metrics));
+absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
+    int device, int worker_index, const CudaExecutorOptions& options, ServerMetrics* metrics) {
+  std::unique_ptr<CudaExecutor> executor(new CudaExecutor(device, worker_index, options, metrics));
   if (absl::Status s = executor->Init(); !s.ok()) return s;
   return executor;
 }
@@ -240,10 +238,10 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
   // Pack: each request's bytes are copied into pinned memory once; the table holds the addresses the
   // kernel will read and write: the device buffers, or the pinned buffers themselves (zero copy).
   const bool zero_copy = in_bytes + out_bytes <= zero_copy_max_bytes_;
-  if (absl::Status s = PackLaunch(launch, slot.layout, slot.in.host,
-                                  zero_copy ? slot.in.host_on_device : slot.in.dev,
-                                  zero_copy ? slot.out.host_on_device : slot.out.dev,
-                                  [this](const RegisteredWeight& w) { return DeviceWeight(w); });
+  if (absl::Status s = PackLaunch(
+          launch, slot.layout, slot.in.host, zero_copy ? slot.in.host_on_device : slot.in.dev,
+          zero_copy ? slot.out.host_on_device : slot.out.dev,
+          [this](const RegisteredWeight& w) { return DeviceWeight(w); }, &copies_);
       !s.ok()) {
     return s;
   }
@@ -367,7 +365,7 @@ absl::Status CudaExecutor::Finish(const Launch& launch, StageTimes& stages) {
 
   // Unpack: each request's bytes are copied out of pinned memory once, from where Start laid them.
   const absl::Time unpack_start = absl::Now();
-  UnpackLaunch(launch, slot.layout, slot.out.host);
+  UnpackLaunch(launch, slot.layout, slot.out.host, &copies_);
   // Host staging copies, both ways, count as the pack stage.
   stages.pack += absl::Now() - unpack_start;
   return absl::OkStatus();

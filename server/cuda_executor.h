@@ -32,18 +32,27 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
 #include "server/batch_executor.h"
+#include "server/copy_pool.h"
 #include "server/staging_layout.h"
 
 namespace normd {
 
+struct CudaExecutorOptions {
+  int64_t weight_cache_bytes =
+      0;  // bounds the device copies of registered weights this worker keeps
+  int64_t zero_copy_max_bytes =
+      0;                     // launches moving at most this many bytes (up + down) skip the copies
+  int copy_threads = 1;      // threads copying a launch into and out of pinned memory (CopyPool)
+  absl::Duration copy_spin;  // how long those threads poll for the next launch before sleeping
+};
+
 class CudaExecutor : public BatchExecutor {
  public:
-  // Builds the executor's stream and initial buffers on `device`. `weight_cache_bytes` bounds the
-  // device copies of registered weights this worker keeps.
+  // Builds the executor's stream, initial buffers and copy threads on `device`.
   static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(int device, int worker_index,
-                                                              int64_t weight_cache_bytes,
-                                                              int64_t zero_copy_max_bytes,
+                                                              const CudaExecutorOptions& options,
                                                               ServerMetrics* metrics);
   ~CudaExecutor() override;
 
@@ -91,7 +100,7 @@ class CudaExecutor : public BatchExecutor {
     int64_t bytes = 0;
   };
 
-  CudaExecutor(int device, int worker_index, int64_t weight_cache_bytes, int64_t zero_copy_max_bytes,
+  CudaExecutor(int device, int worker_index, const CudaExecutorOptions& options,
                ServerMetrics* metrics);
   absl::Status Init();
   // Enqueues a packed launch: the kernel alone on mapped host memory, on stream_ alone, or pipelined
@@ -114,6 +123,8 @@ class CudaExecutor : public BatchExecutor {
   const int64_t weight_cache_bytes_;
   const int64_t zero_copy_max_bytes_;
   ServerMetrics* const metrics_;
+  CopyPool copies_;  // packs and unpacks launches (the worker's thread or a submitting one, one at
+                     // a time)
   bool healthy_ = true;
   cudaStream_t stream_ = nullptr;           // uploads, and the whole of small launches
   cudaStream_t compute_stream_ = nullptr;   // kernels of pipelined launches

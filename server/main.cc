@@ -210,7 +210,8 @@ int RunServer(int argc, char** argv) {
   for (const auto& d : backend->devices) {
     metrics.workers("warming", d.kind() == "cpu" ? "cpu" : d.name()).Set(0);
   }
-  Scheduler scheduler(std::move(backend->workers), config->max_queue_bytes, &metrics);
+  Scheduler scheduler(std::move(backend->workers), config->max_queue_bytes, &metrics,
+                      config->fill_first_rows);
   NormalizerService service(scheduler, weights, options, &metrics);
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -7,14 +7,17 @@
 namespace normd {
 
 Scheduler::Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes,
-                     ServerMetrics* metrics)
-    : workers_(std::move(workers)), max_queue_bytes_(max_queue_bytes), metrics_(metrics) {}
+                     ServerMetrics* metrics, int64_t fill_first_rows)
+    : workers_(std::move(workers)),
+      max_queue_bytes_(max_queue_bytes),
+      metrics_(metrics),
+      fill_first_rows_(fill_first_rows) {}
 
 absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   if (!accepting_.load()) {
     return absl::UnavailableError("normd is shutting down and takes no new requests");
   }
-  Worker* worker = LeastLoadedWorker();
+  Worker* worker = ChooseWorker();
   if (worker == nullptr) {
     return absl::UnavailableError("normd has no healthy worker left (see its log); retry on another replica");
   }
@@ -43,13 +46,15 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   return absl::OkStatus();
 }
 
-Worker* Scheduler::LeastLoadedWorker() {
-  Worker* best = nullptr;
+Worker* Scheduler::ChooseWorker() {
+  Worker* least_loaded = nullptr;
   for (const auto& w : workers_) {
     if (!w->healthy()) continue;  // taken out of rotation after an unrecoverable device error
-    if (best == nullptr || w->load_rows() < best->load_rows()) best = w.get();
+    if (w->load_rows() < fill_first_rows_) return w.get();
+    if (least_loaded == nullptr || w->load_rows() < least_loaded->load_rows())
+      least_loaded = w.get();
   }
-  return best;
+  return least_loaded;
 }
 
 void Scheduler::Shutdown() {

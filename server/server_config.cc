@@ -35,6 +35,13 @@ ABSL_FLAG(int, workers_per_gpu, 2, "CUDA backend: workers (stream + pinned buffe
 ABSL_FLAG(int64_t, zero_copy_max_bytes, int64_t{1} << 20,
           "CUDA backend: launches moving at most this many bytes (up + down) are computed straight from and "
           "into pinned host memory, skipping the two copies and their fixed cost (0 = always copy)");
+ABSL_FLAG(int, copy_threads, 0,
+          "CUDA backend: threads that copy one launch's bytes into and out of pinned memory, the "
+          "worker's own included, for launches of 256 KiB and more (0 = automatic: half the CPUs "
+          "per worker, at most 4)");
+ABSL_FLAG(int64_t, copy_spin_us, -1,
+          "CUDA backend: how long copy threads poll for the next launch before sleeping (-1 = as "
+          "long as --busy-poll-us resolves to)");
 ABSL_FLAG(int64_t, overlap_min_bytes, int64_t{256} << 10,
           "CUDA backend: a launch starts while another is still on the device only if it carries at least "
           "this many payload bytes; smaller requests wait and go out together (0 = always overlap)");
@@ -45,14 +52,23 @@ ABSL_FLAG(int64_t, max_batch_rows, 8192, "Rows one launch may carry (one request
 ABSL_FLAG(int64_t, max_batch_bytes, int64_t{256} << 20, "Payload bytes one launch may carry");
 ABSL_FLAG(int64_t, max_queue_delay_us, 0,
           "How long a partial launch may wait for company once its worker is free (0 = never wait)");
-ABSL_FLAG(int64_t, company_wait_us, 0,
-          "Adaptive batching for clients that wait for each answer: a launch may wait up to this long for as "
-          "many requests as the worker's previous launch carried (0 = off; one client alone never waits)");
+ABSL_FLAG(int64_t, company_wait_us, -1,
+          "Adaptive batching for clients that wait for each answer: a launch may wait up to this "
+          "long for as many requests as the worker's previous launch carried, if that launch "
+          "carried at least --company-min-requests (0 = off; -1 = automatic: 1000 with the CUDA "
+          "backend, else off)");
+ABSL_FLAG(int64_t, company_min_requests, 9,
+          "With --company-wait-us: only a launch that carried at least this many requests makes "
+          "the next one wait for company, so that fewer clients than this are never held");
 ABSL_FLAG(int64_t, busy_poll_us, -1,
           "Latency for CPU: after its last launch a worker's thread polls for new requests this long (a "
           "core busy meanwhile) instead of sleeping, and launches small ones (up to 64 KiB) itself with its "
           "caches warm (0 = off; -1 = automatic: 1000 with the CUDA backend when normd may run on at least "
           "4 CPUs per worker, else off)");
+ABSL_FLAG(int64_t, fill_first_rows, 256,
+          "Requests go to the first worker holding fewer than this many rows (queued or running),"
+          " so that small concurrent requests ride in one worker's launches; past it, to the "
+          "least loaded worker (0 = always the least loaded)");
 ABSL_FLAG(int64_t, max_queue_bytes, int64_t{1} << 30,
           "Payload bytes of accepted, unanswered requests; past it new requests get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, max_concurrent_streams, 256,
@@ -147,16 +163,28 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   c.workers_per_gpu = absl::GetFlag(FLAGS_workers_per_gpu);
   c.zero_copy_max_bytes = absl::GetFlag(FLAGS_zero_copy_max_bytes);
   c.batch.overlap_min_bytes = absl::GetFlag(FLAGS_overlap_min_bytes);
+  c.copy_threads = absl::GetFlag(FLAGS_copy_threads);
+  c.copy_spin_as_busy_poll = absl::GetFlag(FLAGS_copy_spin_us) == -1;
+  if (!c.copy_spin_as_busy_poll)
+    c.copy_spin = absl::Microseconds(absl::GetFlag(FLAGS_copy_spin_us));
   c.max_hidden = absl::GetFlag(FLAGS_max_hidden);
   c.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   c.batch.max_rows = absl::GetFlag(FLAGS_max_batch_rows);
   c.batch.max_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
   c.batch.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
-  c.batch.company_wait = absl::Microseconds(absl::GetFlag(FLAGS_company_wait_us));
+  c.company_wait_automatic = absl::GetFlag(FLAGS_company_wait_us) == -1;
+  if (!c.company_wait_automatic)
+    c.batch.company_wait = absl::Microseconds(absl::GetFlag(FLAGS_company_wait_us));
+  c.batch.company_min_requests = absl::GetFlag(FLAGS_company_min_requests);
   c.busy_poll_automatic = absl::GetFlag(FLAGS_busy_poll_us) == -1;
   if (!c.busy_poll_automatic)
     c.batch.busy_poll = absl::Microseconds(absl::GetFlag(FLAGS_busy_poll_us));
   c.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes);
+  c.fill_first_rows = absl::GetFlag(FLAGS_fill_first_rows);
+  if (c.fill_first_rows < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--fill_first_rows = ", c.fill_first_rows, " must be >= 0"));
+  }
   c.max_weight_bytes = absl::GetFlag(FLAGS_max_weight_bytes);
   c.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   c.malloc_arenas = absl::GetFlag(FLAGS_malloc_arenas);
@@ -166,27 +194,35 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   if (c.malloc_arenas == 0) c.malloc_arenas = std::max(1, UsableCpuCount() / 4);
   c.stream_max_inflight = absl::GetFlag(FLAGS_stream_max_inflight);
   c.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
-  for (const auto& [name, value] : {std::pair<absl::string_view, int64_t>{"workers_per_gpu", c.workers_per_gpu},
-                                    {"max_hidden", c.max_hidden},
-                                    {"max_request_bytes", c.max_request_bytes},
-                                    {"max_batch_rows", c.batch.max_rows},
-                                    {"max_batch_bytes", c.batch.max_bytes},
-                                    {"max_queue_bytes", c.max_queue_bytes},
-                                    {"max_weight_bytes", c.max_weight_bytes},
-                                    {"stream_max_inflight", c.stream_max_inflight},
-                                    {"max_concurrent_streams", c.max_concurrent_streams}}) {
+  for (const auto& [name, value] :
+       {std::pair<absl::string_view, int64_t>{"workers_per_gpu", c.workers_per_gpu},
+        {"max_hidden", c.max_hidden},
+        {"max_request_bytes", c.max_request_bytes},
+        {"max_batch_rows", c.batch.max_rows},
+        {"max_batch_bytes", c.batch.max_bytes},
+        {"company_min_requests", c.batch.company_min_requests},
+        {"max_queue_bytes", c.max_queue_bytes},
+        {"max_weight_bytes", c.max_weight_bytes},
+        {"stream_max_inflight", c.stream_max_inflight},
+        {"max_concurrent_streams", c.max_concurrent_streams}}) {
     if (absl::Status s = CheckPositive(name, value); !s.ok()) return s;
   }
   if (c.max_request_bytes > (int64_t{2} << 30) - 1) {
     return absl::InvalidArgumentError(absl::StrCat("--max_request_bytes = ", c.max_request_bytes,
                                                    " exceeds gRPC's 2 GiB message limit"));
   }
-  if (absl::GetFlag(FLAGS_max_queue_delay_us) < 0 || absl::GetFlag(FLAGS_company_wait_us) < 0 ||
+  if (absl::GetFlag(FLAGS_max_queue_delay_us) < 0 || absl::GetFlag(FLAGS_company_wait_us) < -1 ||
       c.drain_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_queue_delay_us = ", absl::GetFlag(FLAGS_max_queue_delay_us),
+                     ", --company_wait_us = ", absl::GetFlag(FLAGS_company_wait_us),
+                     " and --drain_timeout = ", absl::FormatDuration(c.drain_timeout),
+                     " must be >= 0 (--company_wait_us may be -1: automatic)"));
+  }
+  if (c.copy_threads < 0 || absl::GetFlag(FLAGS_copy_spin_us) < -1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--max_queue_delay_us = ", absl::GetFlag(FLAGS_max_queue_delay_us),
-        ", --company_wait_us = ", absl::GetFlag(FLAGS_company_wait_us),
-        " and --drain_timeout = ", absl::FormatDuration(c.drain_timeout), " must be >= 0"));
+        "--copy_threads = ", c.copy_threads,
+        " must be >= 0 and --copy_spin_us = ", absl::GetFlag(FLAGS_copy_spin_us), " >= -1"));
   }
   if (absl::GetFlag(FLAGS_busy_poll_us) < -1) {
     return absl::InvalidArgumentError(
@@ -213,6 +249,11 @@ absl::Duration AutomaticBusyPoll(int usable_cpus, int cuda_workers) {
     return absl::ZeroDuration();
   }
   return kBusyPollAutomatic;
+}
+
+int AutomaticCopyThreads(int usable_cpus, int cuda_workers) {
+  if (cuda_workers <= 0) return 1;
+  return std::clamp(usable_cpus / cuda_workers / 2, 1, kMaxAutomaticCopyThreads);
 }
 
 }  // namespace normd

@@ -31,12 +31,21 @@ struct ServerConfig {
   std::string gpus;        // "" = every visible GPU, else "0,1"
   int workers_per_gpu = 2;
   int64_t zero_copy_max_bytes = 0;  // CUDA: launches up to this many bytes (up + down) skip the copies
+  int copy_threads =
+      0;  // CUDA: threads copying one launch to and from pinned memory; 0 = automatic
+  absl::Duration copy_spin;  // CUDA: how long copy threads poll after a launch
+  bool copy_spin_as_busy_poll =
+      false;  // --copy-spin-us=-1 (the default): copy_spin = batch.busy_poll
   int64_t max_hidden = 0;
   int64_t max_request_bytes = 0;
   BatchLimits batch;
   // --busy-poll-us=-1 (the default): the backend sets batch.busy_poll with AutomaticBusyPoll.
   bool busy_poll_automatic = false;
+  // --company-wait-us=-1 (the default): the CUDA backend sets batch.company_wait to
+  // kCompanyWaitAutomatic, the CPU backend leaves it off.
+  bool company_wait_automatic = false;
   int64_t max_queue_bytes = 0;
+  int64_t fill_first_rows = 0;     // Scheduler: see scheduler.h
   int max_concurrent_streams = 0;  // per HTTP/2 connection
   int malloc_arenas = 0;           // glibc's M_ARENA_MAX, resolved: > 0
   int64_t max_weight_bytes = 0;
@@ -55,6 +64,20 @@ struct ServerConfig {
 inline constexpr int kBusyPollAutomaticCpusPerWorker = 4;
 inline constexpr absl::Duration kBusyPollAutomatic = absl::Microseconds(1000);
 absl::Duration AutomaticBusyPoll(int usable_cpus, int cuda_workers);
+
+// --company-wait-us's automatic choice with the CUDA backend. With 1-row bf16 requests at c=64 on
+// the H200 machine a launch then carried 16.6-16.7 requests (3.6 dealt out over two workers, 8 with
+// the first worker filled first and no wait) at 0.87-0.92 of the echo's throughput, and eight
+// clients (under --company-min-requests) were never held (docs/BENCHMARKS.md, "Requests per
+// launch"). The CPU backend computes every row on the host, where a launch costs in proportion to
+// its rows: it does not wait.
+inline constexpr absl::Duration kCompanyWaitAutomatic = absl::Microseconds(1000);
+
+// --copy-threads's automatic choice: half the usable CPUs each CUDA worker has, at most
+// kMaxAutomaticCopyThreads and at least 1 (the worker's own thread alone). On the H200 machine (16
+// CPUs, 2 workers) that is 4 threads per launch's copies.
+inline constexpr int kMaxAutomaticCopyThreads = 4;
+int AutomaticCopyThreads(int usable_cpus, int cuda_workers);
 
 // Parses the environment and the command line (exits for --help) and checks every value.
 absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv);

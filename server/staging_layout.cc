@@ -1,6 +1,7 @@
 #include "server/staging_layout.h"
 
 #include <cstring>
+#include <vector>
 
 namespace normd {
 namespace {
@@ -50,20 +51,22 @@ StagingLayout LayOutLaunch(const Launch& launch) {
   return layout;
 }
 
-absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void* up_host, const void* up_device,
-                        void* down_device, const DeviceWeightLookup& device_weight) {
+absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void* up_host,
+                        const void* up_device, void* down_device,
+                        const DeviceWeightLookup& device_weight, CopyPool* copies) {
   auto* table = static_cast<RmsNormSegment*>(up_host);
+  std::vector<CopyJob> rows;
   int64_t first_row = 0;
   for (size_t i = 0; i < launch.items.size(); ++i) {
     const ValidatedRequest& r = launch.items[i]->request;
     RmsNormSegment seg{};
     // Straight from where the request's bytes arrived (TensorBytes), which the device reads next and
     // the CPU never: see base/streaming_copy.h.
-    r.input.CopyToBypassingCaches(At(up_host, layout.input_at[i]));
+    r.input.AddCopyJobsBypassingCaches(At(up_host, layout.input_at[i]), rows);
     seg.input = At(up_device, layout.input_at[i]);
     seg.output = At(down_device, layout.output_at[i]);
     if (r.has_residual()) {
-      r.residual.CopyToBypassingCaches(At(up_host, layout.residual_at[i]));
+      r.residual.AddCopyJobsBypassingCaches(At(up_host, layout.residual_at[i]), rows);
       seg.residual = At(up_device, layout.residual_at[i]);
       seg.residual_out = At(down_device, layout.residual_out_at[i]);
     }
@@ -84,19 +87,25 @@ absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void*
     first_row += r.rows;
     table[i] = seg;
   }
+  RunCopies(copies, rows);
   return absl::OkStatus();
 }
 
-void UnpackLaunch(const Launch& launch, const StagingLayout& layout, const void* down_host) {
+void UnpackLaunch(const Launch& launch, const StagingLayout& layout, const void* down_host,
+                  CopyPool* copies) {
   const auto itemsize = static_cast<int64_t>(ItemSize(launch.dtype));
+  // Into the responses' own buffers, which gRPC reads next: ordinary stores.
+  std::vector<CopyJob> outputs;
   for (size_t i = 0; i < launch.items.size(); ++i) {
     const WorkItem& item = *launch.items[i];
-    const auto bytes = static_cast<size_t>(item.request.elements() * itemsize);
-    std::memcpy(item.output, At(down_host, layout.output_at[i]), bytes);
+    const int64_t bytes = item.request.elements() * itemsize;
+    outputs.push_back(CopyJob{item.output, At(down_host, layout.output_at[i]), bytes, false});
     if (layout.residual_out_at[i] >= 0) {
-      std::memcpy(item.residual_out, At(down_host, layout.residual_out_at[i]), bytes);
+      outputs.push_back(
+          CopyJob{item.residual_out, At(down_host, layout.residual_out_at[i]), bytes, false});
     }
   }
+  RunCopies(copies, outputs);
 }
 
 }  // namespace normd

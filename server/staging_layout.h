@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "kernels/rmsnorm.h"
 #include "server/batch_former.h"
+#include "server/copy_pool.h"
 
 namespace normd {
 
@@ -42,15 +43,18 @@ StagingLayout LayOutLaunch(const Launch& launch);
 // The device address of a registered weight (the executor's weight cache), or an error.
 using DeviceWeightLookup = std::function<absl::StatusOr<const void*>(const RegisteredWeight&)>;
 
-// Copies every request's input, residual and inline weight into `up_host` (at least layout.up_bytes)
-// and fills the segment table at its start, with pointers to `up_device` / `down_device` (where the
-// buffers will be on the device) and to `device_weight(...)` for registered weights.
-absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void* up_host, const void* up_device,
-                        void* down_device, const DeviceWeightLookup& device_weight);
+// Copies every request's input, residual and inline weight into `up_host` (at least
+// layout.up_bytes) and fills the segment table at its start, with pointers to `up_device` /
+// `down_device` (where the buffers will be on the device) and to `device_weight(...)` for
+// registered weights. The rows are copied by `copies` (null: by the calling thread alone).
+absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void* up_host,
+                        const void* up_device, void* down_device,
+                        const DeviceWeightLookup& device_weight, CopyPool* copies = nullptr);
 
-// Copies each request's output (and residual_out) from the down buffer, once it is back on the host,
-// into the request's own buffers.
-void UnpackLaunch(const Launch& launch, const StagingLayout& layout, const void* down_host);
+// Copies each request's output (and residual_out) from the down buffer, once it is back on the
+// host, into the request's own buffers, by `copies` (null: by the calling thread alone).
+void UnpackLaunch(const Launch& launch, const StagingLayout& layout, const void* down_host,
+                  CopyPool* copies = nullptr);
 
 }  // namespace normd
 

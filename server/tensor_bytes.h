@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "base/streaming_copy.h"
+#include "server/copy_pool.h"
 
 namespace normd {
 
@@ -59,16 +61,14 @@ class TensorBytes {
       out += size;
     }
   }
-  // The same for a destination a device reads next: streaming stores when the tensor is large
-  // enough to gain from them (base/streaming_copy.h), whatever the sizes of its pieces.
-  void CopyToBypassingCaches(void* to) const {
-    if (static_cast<size_t>(size_) < kStreamingCopyMinBytes) {
-      CopyTo(to);
-      return;
-    }
+  // The copies that put the bytes at `to`, a destination a device reads next, as jobs for a
+  // CopyPool: one per piece, with streaming stores when the tensor is large enough to gain from
+  // them (base/streaming_copy.h), whatever the sizes of its pieces.
+  void AddCopyJobsBypassingCaches(void* to, std::vector<CopyJob>& jobs) const {
+    const bool streaming = static_cast<size_t>(size_) >= kStreamingCopyMinBytes;
     char* out = static_cast<char*>(to);
     for (const auto& [data, size] : pieces_) {
-      StreamingCopy(out, data, static_cast<size_t>(size));
+      jobs.push_back(CopyJob{out, data, size, streaming});
       out += size;
     }
   }

@@ -6,19 +6,11 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "base/cpu_relax.h"
 #include "server/log.h"
 
 namespace normd {
 namespace {
-
-// Tells the core this thread is spinning (lets a sibling hyperthread run, saves power).
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 struct QueueChanged {
   const WorkQueue* queue;

@@ -14,7 +14,8 @@
 #                whose launches' copies never share the link, so that their stage times do not
 #                double-count); 1-row requests at concurrency 64 with 1 and 2 workers
 #   batching     1x4096 at BATCH_LEVELS concurrency for each --company-wait-us in BATCH_WAITS and each
-#                --workers-per-gpu in BATCH_WORKERS: throughput against the echo, requests per launch
+#                --workers-per-gpu in BATCH_WORKERS (BATCH_FLAGS: more normd flags, e.g.
+#                --company-min-requests): throughput against the echo, requests per launch
 #   echo_ab      two normd-echo binaries side by side: ECHO_A (default: this bundle's) against ECHO_B
 #   normd_ab     two normd builds or flag sets, each against the echo, in turn, AB_ROUNDS times: NORMD_A
 #                (default: this bundle's normd) with AB_FLAGS_A, NORMD_B (default: the same) with
@@ -181,13 +182,14 @@ if has batching; then
   wait_serving "$OUT/echo_batching.log" "listening on"
   for workers in ${BATCH_WORKERS:-1 2}; do
     for wait_us in ${BATCH_WAITS:-0 200 500}; do
-      normd --backend=cuda --workers-per-gpu="$workers" --company-wait-us="$wait_us" --listen=127.0.0.1:50081 \
+      normd --backend=cuda --workers-per-gpu="$workers" --company-wait-us="$wait_us" ${BATCH_FLAGS:-} \
+        --listen=127.0.0.1:50081 \
         --metrics-listen=127.0.0.1:9481 2>"$OUT/normd_batching_w${workers}_cw$wait_us.log" &
       pid=$!
       wait_serving "$OUT/normd_batching_w${workers}_cw$wait_us.log" "normd serving"
       IFS=, read -ra levels <<<"${BATCH_LEVELS:-1,8,64,256}"
       for c in "${levels[@]}"; do
-        stamp "batching --workers-per-gpu=$workers --company-wait-us=$wait_us 1x4096 c=$c"
+        stamp "batching --workers-per-gpu=$workers --company-wait-us=$wait_us ${BATCH_FLAGS:-} 1x4096 c=$c"
         measure_point 9481 60 3 -- --target=127.0.0.1:50081 --baseline=127.0.0.1:50082 --concurrency="$c" \
           --rows=1 --hidden=4096 --dtype=bf16 --duration="$DURATION" --warmup=1s \
           --csv="$OUT/normbench_batching_w${workers}_cw${wait_us}_c$c.csv"

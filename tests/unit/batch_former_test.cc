@@ -78,6 +78,26 @@ TEST(BatchFormerTest, CompanyWaitHoldsUntilAsManyRequestsAsTheLastLaunchOrTheWai
   EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(10), 3), kT0 + absl::Microseconds(10));
 }
 
+TEST(BatchFormerTest, CompanyWaitHoldsOnlyAfterALaunchOfAtLeastTheMinimumRequests) {
+  BatchLimits limits;
+  limits.company_wait = absl::Microseconds(300);
+  limits.company_min_requests = 12;
+  WorkQueue queue;
+  queue.push_back(Item(1));
+  // Eight clients: their launches carry at most 8, under the floor, so none is held.
+  EXPECT_FALSE(WaitsForCompany(limits, 8));
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(10), 8),
+            kT0 + absl::Microseconds(10));
+  // A launch of 12 or more makes the next wait for as many.
+  EXPECT_TRUE(WaitsForCompany(limits, 12));
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(10), 12),
+            kT0 + absl::Microseconds(300));
+  // A floor under 2 still never holds a lone client.
+  limits.company_min_requests = 0;
+  EXPECT_FALSE(WaitsForCompany(limits, 1));
+  EXPECT_TRUE(WaitsForCompany(limits, 2));
+}
+
 TEST(BatchFormerTest, CompanyWaitEndsAtTheOldestDeadlineAndWhenTheLaunchIsFull) {
   BatchLimits limits;
   limits.company_wait = absl::Milliseconds(5);

@@ -298,6 +298,32 @@ TEST(SchedulerTest, WorkGoesToTheLeastLoadedWorker) {
   EXPECT_EQ(tracker.ok.load(), 2);
 }
 
+TEST(SchedulerTest, SmallRequestsFillTheFirstWorkerBeforeTheNext) {
+  std::vector<FakeExecutor*> fakes;
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int w = 0; w < 2; ++w) {
+    auto executor = std::make_unique<FakeExecutor>();
+    executor->hold_first_ = true;
+    fakes.push_back(executor.get());
+    workers.push_back(std::make_unique<Worker>(std::move(executor), BatchLimits{}));
+  }
+  Scheduler scheduler(std::move(workers), int64_t{1} << 30, nullptr, /*fill_first_rows=*/256);
+  Tracker tracker;
+  ASSERT_TRUE(scheduler.Submit(Item(tracker, 1)).ok());  // worker 0, held in its first launch
+  WaitFor([&] { return fakes[0]->started_.load() == 1; });
+  // Worker 0 holds 1 row, under 256: these two queue behind it although worker 1 is idle.
+  ASSERT_TRUE(scheduler.Submit(Item(tracker, 1)).ok());
+  ASSERT_TRUE(scheduler.Submit(Item(tracker, 300)).ok());
+  // Worker 0 now holds 302 rows: the next goes to the least loaded worker.
+  ASSERT_TRUE(scheduler.Submit(Item(tracker, 1)).ok());
+  WaitFor([&] { return fakes[1]->started_.load() == 1; });
+  for (auto* f : fakes) f->release_.Notify();
+  scheduler.Shutdown();
+  EXPECT_EQ(tracker.ok.load(), 4);
+  EXPECT_EQ(fakes[0]->launch_sizes(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(fakes[1]->launch_sizes(), (std::vector<int>{1}));
+}
+
 TEST(SchedulerTest, ShutdownAnswersEveryAcceptedRequestThenRefusesNewOnes) {
   auto executor = std::make_unique<FakeExecutor>();
   std::vector<std::unique_ptr<Worker>> workers;

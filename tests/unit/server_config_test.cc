@@ -50,6 +50,32 @@ TEST(ServerConfigTest, BusyPollBelowMinusOneIsRefusedWithTheValue) {
       << config.status();
 }
 
+TEST(ServerConfigTest, CopyThreadsAndSpinAreReadAndCheckedWithTheirValues) {
+  absl::FlagSaver restore_flags;
+  absl::StatusOr<ServerConfig> config = Load({"--copy-threads=3", "--copy-spin-us=250"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->copy_threads, 3);
+  EXPECT_EQ(config->copy_spin, absl::Microseconds(250));
+  EXPECT_FALSE(config->copy_spin_as_busy_poll);
+  config = Load({"--copy-threads=-1"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("--copy_threads = -1"), std::string::npos)
+      << config.status();
+  config = Load({"--company-min-requests=0"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("company_min_requests"), std::string::npos)
+      << config.status();
+}
+
+TEST(ServerConfigTest, AutomaticCopyThreadsAreHalfTheCpusPerWorkerUpToFour) {
+  EXPECT_EQ(AutomaticCopyThreads(/*usable_cpus=*/16, /*cuda_workers=*/2), 4);  // the H200 machine
+  EXPECT_EQ(AutomaticCopyThreads(12, 2), 3);
+  EXPECT_EQ(AutomaticCopyThreads(2, 1), 1);  // a 2-core machine: the worker's thread alone
+  EXPECT_EQ(AutomaticCopyThreads(3, 2), 1);
+  EXPECT_EQ(AutomaticCopyThreads(128, 16), 4);  // eight GPUs, two workers each
+  EXPECT_EQ(AutomaticCopyThreads(16, 0), 1);
+}
+
 TEST(ServerConfigTest, AutomaticBusyPollNeedsFourCpusPerWorker) {
   EXPECT_EQ(AutomaticBusyPoll(/*usable_cpus=*/16, /*cuda_workers=*/2),
             kBusyPollAutomatic);  // the H200 machine
