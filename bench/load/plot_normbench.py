@@ -33,7 +33,9 @@ def main():
     for path in args.csv:
         rows = read_rows(path)
         for server in sorted({r["server"] for r in rows}):
-            points = sorted((r for r in rows if r["server"] == server), key=lambda r: float(r["throughput_rps"]))
+            # In load order (closed-loop clients): past saturation throughput may fall while latency grows,
+            # and a line in throughput order would zigzag between the points.
+            points = sorted((r for r in rows if r["server"] == server), key=lambda r: int(r["concurrency"]))
             if not points:
                 continue
             shape = f'{points[0]["rows"]}x{points[0]["hidden"]} {points[0]["dtype"]}'

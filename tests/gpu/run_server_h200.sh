@@ -8,7 +8,8 @@
 #                and the GPU's SM clock sampled during each point (clocks_c1_*.csv), and normd's CPU
 #                time; C1_VARIANTS picks from cpu, cuda (default flags: busy polling automatic),
 #                cuda_nopoll (--busy-poll-us=0), cuda_copies (zero copy off), cuda_poll
-#                (--busy-poll-us=BUSY_POLL_US), cuda_zc4 (zero copy up to 4 MiB) and cuda_poll_zc4
+#                (--busy-poll-us=BUSY_POLL_US), cuda_zc4 (zero copy up to 4 MiB), cuda_poll_zc4,
+#                cuda_copy1 (--copy-threads=1) and cuda_copyspin0 (--copy-spin-us=0)
 #   stages       32 MiB requests at concurrency 8: device time per request against the host link
 #                bandwidth normd measured (STAGES_FLAGS: more normd flags, e.g. --workers-per-gpu=1,
 #                whose launches' copies never share the link, so that their stage times do not
@@ -120,6 +121,8 @@ if has c1; then
       cuda_poll) flags="--backend=cuda --busy-poll-us=${BUSY_POLL_US:-1000}" ;;
       cuda_zc4) flags="--backend=cuda --zero-copy-max-bytes=4194304" ;;
       cuda_poll_zc4) flags="--backend=cuda --busy-poll-us=${BUSY_POLL_US:-1000} --zero-copy-max-bytes=4194304" ;;
+      cuda_copy1) flags="--backend=cuda --copy-threads=1" ;;
+      cuda_copyspin0) flags="--backend=cuda --copy-spin-us=0" ;;
       *) echo "unknown c1 variant $variant"; continue ;;
     esac
     normd $flags --listen=127.0.0.1:50071 --metrics-listen=127.0.0.1:9471 2>"$OUT/normd_c1_$variant.log" &
