@@ -24,6 +24,13 @@ std::unique_ptr<WorkItem> Item(int64_t rows, int64_t hidden = 4096, DType dtype 
 
 int64_t BytesOf(int64_t rows, int64_t hidden = 4096) { return rows * hidden * 2; }
 
+BatchLimits WaitingForCompany(absl::Duration wait, int64_t min_requests = 2) {
+  BatchLimits limits;
+  limits.company_wait = wait;
+  limits.company_min_requests = min_requests;
+  return limits;
+}
+
 TEST(BatchFormerTest, IdleWorkerLaunchesAtOnceWithoutQueueDelay) {
   WorkQueue queue;
   queue.push_back(Item(1));
@@ -58,16 +65,14 @@ TEST(BatchFormerTest, FullLaunchGoesAtOnceEvenWithQueueDelay) {
 }
 
 TEST(BatchFormerTest, CompanyWaitNeverDelaysAWorkerWhoseLastLaunchCarriedOneRequest) {
-  BatchLimits limits;
-  limits.company_wait = absl::Microseconds(300);
+  const BatchLimits limits = WaitingForCompany(absl::Microseconds(300));
   WorkQueue queue;
   queue.push_back(Item(1));
   EXPECT_EQ(NextLaunchTime(queue, limits, kT0, /*expected_requests=*/1), kT0);
 }
 
 TEST(BatchFormerTest, CompanyWaitHoldsUntilAsManyRequestsAsTheLastLaunchOrTheWaitEnds) {
-  BatchLimits limits;
-  limits.company_wait = absl::Microseconds(300);
+  const BatchLimits limits = WaitingForCompany(absl::Microseconds(300));
   WorkQueue queue;
   queue.push_back(Item(1));
   queue.push_back(Item(1, 1024));  // another group: not company for the oldest
@@ -79,9 +84,7 @@ TEST(BatchFormerTest, CompanyWaitHoldsUntilAsManyRequestsAsTheLastLaunchOrTheWai
 }
 
 TEST(BatchFormerTest, CompanyWaitHoldsOnlyAfterALaunchOfAtLeastTheMinimumRequests) {
-  BatchLimits limits;
-  limits.company_wait = absl::Microseconds(300);
-  limits.company_min_requests = 12;
+  BatchLimits limits = WaitingForCompany(absl::Microseconds(300), /*min_requests=*/12);
   WorkQueue queue;
   queue.push_back(Item(1));
   // Eight clients: their launches carry at most 8, under the floor, so none is held.
@@ -99,8 +102,7 @@ TEST(BatchFormerTest, CompanyWaitHoldsOnlyAfterALaunchOfAtLeastTheMinimumRequest
 }
 
 TEST(BatchFormerTest, CompanyWaitEndsAtTheOldestDeadlineAndWhenTheLaunchIsFull) {
-  BatchLimits limits;
-  limits.company_wait = absl::Milliseconds(5);
+  BatchLimits limits = WaitingForCompany(absl::Milliseconds(5));
   limits.max_rows = 4;
   WorkQueue queue;
   queue.push_back(Item(1));

@@ -279,15 +279,23 @@ TEST(SchedulerTest, QueuedBytesAreBoundedAndFreedOnCompletion) {
   EXPECT_EQ(tracker.failed.load(), 0);
 }
 
-TEST(SchedulerTest, WorkGoesToTheLeastLoadedWorker) {
-  std::vector<FakeExecutor*> fakes;
+// `count` workers whose executors hold their first launch until released; `fakes` gets the
+// executors.
+std::vector<std::unique_ptr<Worker>> WorkersHoldingTheirFirstLaunch(
+    int count, std::vector<FakeExecutor*>& fakes) {
   std::vector<std::unique_ptr<Worker>> workers;
-  for (int w = 0; w < 2; ++w) {
+  for (int w = 0; w < count; ++w) {
     auto executor = std::make_unique<FakeExecutor>();
     executor->hold_first_ = true;
     fakes.push_back(executor.get());
     workers.push_back(std::make_unique<Worker>(std::move(executor), BatchLimits{}));
   }
+  return workers;
+}
+
+TEST(SchedulerTest, WorkGoesToTheLeastLoadedWorker) {
+  std::vector<FakeExecutor*> fakes;
+  std::vector<std::unique_ptr<Worker>> workers = WorkersHoldingTheirFirstLaunch(2, fakes);
   Scheduler scheduler(std::move(workers), int64_t{1} << 30);
   Tracker tracker;
   ASSERT_TRUE(scheduler.Submit(Item(tracker, 100)).ok());
@@ -300,13 +308,7 @@ TEST(SchedulerTest, WorkGoesToTheLeastLoadedWorker) {
 
 TEST(SchedulerTest, SmallRequestsFillTheFirstWorkerBeforeTheNext) {
   std::vector<FakeExecutor*> fakes;
-  std::vector<std::unique_ptr<Worker>> workers;
-  for (int w = 0; w < 2; ++w) {
-    auto executor = std::make_unique<FakeExecutor>();
-    executor->hold_first_ = true;
-    fakes.push_back(executor.get());
-    workers.push_back(std::make_unique<Worker>(std::move(executor), BatchLimits{}));
-  }
+  std::vector<std::unique_ptr<Worker>> workers = WorkersHoldingTheirFirstLaunch(2, fakes);
   Scheduler scheduler(std::move(workers), int64_t{1} << 30, nullptr, /*fill_first_rows=*/256);
   Tracker tracker;
   ASSERT_TRUE(scheduler.Submit(Item(tracker, 1)).ok());  // worker 0, held in its first launch
