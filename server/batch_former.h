@@ -3,25 +3,22 @@
 // Pure logic over a queue and a time, with no threads and no clock of its own, so that the rules
 // can be unit-tested with an injected time:
 // - Requests whose deadline has passed, or whose client cancelled, leave the queue before any
-// compute is
-//   spent on them (answered DEADLINE_EXCEEDED / CANCELLED by the caller).
+//   compute is spent on them (answered DEADLINE_EXCEEDED / CANCELLED by the caller).
 // - A launch is one (dtype, hidden) group. It always starts with the oldest queued request and
-// takes later
-//   requests of the same group, in queue order, while they fit --max-batch-rows and
+//   takes later requests of the same group, in queue order, while they fit --max-batch-rows and
 //   --max-batch-bytes. Because the oldest request always goes next, nothing waits forever: small
 //   requests cannot starve a large one (it becomes the oldest and leads a launch, alone if it is
 //   over the caps), nor the reverse.
-// - With --max-queue-delay-us = 0 a launch goes as soon as the worker is free (no added latency at
-// low
-//   load); otherwise a partial launch may wait up to that long after its oldest request arrived.
-// - With --company-wait-us > 0, batching adapts to closed-loop clients (each sends its next request
-// once
-//   it has its answer): a launch that carried k requests tells the worker that about k clients are
-//   taking turns with it, so the next launch may wait, up to that long after its oldest request
-//   arrived, until k requests of its group are queued. One client alone never waits (its launches
-//   carry one request), and when clients leave, one short launch brings the expectation down again.
-//   With
-//   --company-min-requests = m, only a launch of at least m requests makes the next one wait.
+// - With --max-queue-delay-us = 0 a launch goes as soon as the worker is free (no added latency
+//   at low load); otherwise a partial launch may wait up to that long after its oldest request
+//   arrived.
+// - With --company-wait-us > 0, batching adapts to closed-loop clients (each sends its next
+//   request once it has its answer): a launch that carried k requests tells the worker that about
+//   k clients are taking turns with it, so the next launch may wait, up to that long after its
+//   oldest request arrived, until k requests of its group are queued. One client alone never waits
+//   (its launches carry one request), and when clients leave, one short launch brings the
+//   expectation down again. With --company-min-requests = m, only a launch of at least m requests
+//   makes the next one wait.
 #ifndef NORMD_SERVER_BATCH_FORMER_H_
 #define NORMD_SERVER_BATCH_FORMER_H_
 
@@ -46,10 +43,10 @@ struct BatchLimits {
   int64_t overlap_min_bytes = 0;
   // How long a launch may wait for as many requests as the worker's previous launch carried (see above).
   absl::Duration company_wait = absl::ZeroDuration();
-  // ... provided that launch carried at least this many (at least 2; normd's --company-min-requests
-  // sets it, 9 by default): with N clients a launch never
-  // carries more than N, so a floor above N leaves N clients unheld (the last of N to come back
-  // would otherwise decide when all N go), while more clients than the floor still batch up.
+  // ... provided that launch carried at least this many (at least 2; normd's
+  // --company-min-requests sets it, 9 by default): with N clients a launch never carries more than
+  // N, so a floor above N leaves N clients unheld (the last of N to come back would otherwise
+  // decide when all N go), while more clients than the floor still batch up.
   int64_t company_min_requests = 2;
   // How long a worker's thread keeps polling its queue after its last launch before it sleeps; while it
   // polls, small requests are handed to it instead of being run on the submitting thread (worker.h).

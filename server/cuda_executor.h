@@ -40,12 +40,14 @@
 namespace normd {
 
 struct CudaExecutorOptions {
-  int64_t weight_cache_bytes =
-      0;  // bounds the device copies of registered weights this worker keeps
-  int64_t zero_copy_max_bytes =
-      0;                     // launches moving at most this many bytes (up + down) skip the copies
-  int copy_threads = 1;      // threads copying a launch into and out of pinned memory (CopyPool)
-  absl::Duration copy_spin;  // how long those threads poll for the next launch before sleeping
+  // Bounds the device copies of registered weights this worker keeps.
+  int64_t weight_cache_bytes = 0;
+  // Launches moving at most this many bytes (up + down) skip the copies (zero copy).
+  int64_t zero_copy_max_bytes = 0;
+  // Threads copying a launch into and out of pinned memory (CopyPool), and how long they poll for
+  // the next launch before sleeping.
+  int copy_threads = 1;
+  absl::Duration copy_spin;
 };
 
 class CudaExecutor : public BatchExecutor {
@@ -123,8 +125,8 @@ class CudaExecutor : public BatchExecutor {
   const int64_t weight_cache_bytes_;
   const int64_t zero_copy_max_bytes_;
   ServerMetrics* const metrics_;
-  CopyPool copies_;  // packs and unpacks launches (the worker's thread or a submitting one, one at
-                     // a time)
+  // Packs and unpacks launches, for the worker's thread or a submitting one (one at a time).
+  CopyPool copies_;
   bool healthy_ = true;
   cudaStream_t stream_ = nullptr;           // uploads, and the whole of small launches
   cudaStream_t compute_stream_ = nullptr;   // kernels of pipelined launches

@@ -51,8 +51,9 @@ Worker* Scheduler::ChooseWorker() {
   for (const auto& w : workers_) {
     if (!w->healthy()) continue;  // taken out of rotation after an unrecoverable device error
     if (w->load_rows() < fill_first_rows_) return w.get();
-    if (least_loaded == nullptr || w->load_rows() < least_loaded->load_rows())
+    if (least_loaded == nullptr || w->load_rows() < least_loaded->load_rows()) {
       least_loaded = w.get();
+    }
   }
   return least_loaded;
 }

@@ -31,11 +31,12 @@ struct ServerConfig {
   std::string gpus;        // "" = every visible GPU, else "0,1"
   int workers_per_gpu = 2;
   int64_t zero_copy_max_bytes = 0;  // CUDA: launches up to this many bytes (up + down) skip the copies
-  int copy_threads =
-      0;  // CUDA: threads copying one launch to and from pinned memory; 0 = automatic
-  absl::Duration copy_spin;  // CUDA: how long copy threads poll after a launch
-  bool copy_spin_as_busy_poll =
-      false;  // --copy-spin-us=-1 (the default): copy_spin = batch.busy_poll
+  // CUDA: threads copying one launch to and from pinned memory (0 = AutomaticCopyThreads), and how
+  // long they poll after a launch; --copy-spin-us=-1 (the default) sets copy_spin_as_busy_poll:
+  // they poll as long as batch.busy_poll resolves to.
+  int copy_threads = 0;
+  absl::Duration copy_spin;
+  bool copy_spin_as_busy_poll = false;
   int64_t max_hidden = 0;
   int64_t max_request_bytes = 0;
   BatchLimits batch;
