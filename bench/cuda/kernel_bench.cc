@@ -12,14 +12,19 @@
 //   normd_kernel_bench [--dtypes bf16,fp16,fp32] [--rows 1,8,...] [--hidden 1024,...]
 //                      [--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on]
 //                      [--stages 0,2,4] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8]
-//                      [--shared-weights on,off]
+//                      [--shared-weights on,off] [--reload auto,off,on] [--vectors 0,1,2,4]
+//                      [--threads 0,256,512]
 // --staging times each shape once per listed choice of RmsNormOptions::staging, side by side (an
 // A/B of the staged and the register kernels in one run); --stages likewise for the staged
 // kernel's stage count (0 = as many as fit), --lean for RmsNormOptions::lean_two_pass (on: the lean
 // two-pass kernel forced), --cluster for RmsNormOptions::cluster_ctas (0 automatic, 1 never),
-// --shared-weights for RmsNormOptions::weights_through_shared; --two-pass adds a run of the
-// two-pass kernel. The kernel column says which kernel ran: GxN for the register kernel, "staged
-// GxN Rr Ss" for the staged one, "cluster CxG" for C CTAs of G threads per row.
+// --shared-weights for RmsNormOptions::weights_through_shared, --reload for
+// RmsNormOptions::reload (on: the reload kernel forced, staging off), --vectors for
+// RmsNormOptions::vectors_per_thread and --threads for threads_per_row (0 automatic); --two-pass
+// adds a run of the two-pass kernel.
+// The kernel column says which kernel ran: GxN for the register kernel, "reload GxN" for the
+// reload kernel, "staged GxN Rr Ss" for the staged one, "cluster CxG" for C CTAs of G threads per
+// row.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -256,6 +261,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> leans = {"auto"};
   std::vector<int64_t> clusters = {0};               // RmsNormOptions::cluster_ctas
   std::vector<std::string> shared_weights = {"on"};  // RmsNormOptions::weights_through_shared
+  std::vector<std::string> reloads = {"auto"};       // RmsNormOptions::reload
+  std::vector<int64_t> vector_counts = {0};          // RmsNormOptions::vectors_per_thread
+  std::vector<int64_t> thread_counts = {0};          // RmsNormOptions::threads_per_row
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -283,12 +291,19 @@ int main(int argc, char** argv) {
       clusters = ParseInts(next());
     else if (arg == "--shared-weights")
       shared_weights = ParseStrings(next());
+    else if (arg == "--reload")
+      reloads = ParseStrings(next());
+    else if (arg == "--vectors")
+      vector_counts = ParseInts(next());
+    else if (arg == "--threads")
+      thread_counts = ParseInts(next());
     else {
       std::fprintf(stderr,
                    "usage: %s [--dtypes bf16,fp16,fp32] [--rows ...] [--hidden ...] "
                    "[--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on] "
                    "[--stages 0,2,...] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8] "
-                   "[--shared-weights on,off]\n",
+                   "[--shared-weights on,off] [--reload auto,off,on] [--vectors 0,1,2,4] "
+                   "[--threads 0,256,512]\n",
                    argv[0]);
       return 2;
     }
@@ -329,21 +344,35 @@ int main(int argc, char** argv) {
               for (const std::string& lean : leans) {
                 for (const int64_t cluster : clusters) {
                   for (const std::string& shared : shared_weights) {
-                    normd::cuda::RmsNormOptions o;
-                    o.cluster_ctas = static_cast<int>(cluster);
-                    o.weights_through_shared = shared != "off";
-                    o.staging = staging == "on"    ? normd::cuda::RmsNormOptions::Staging::kOn
-                                : staging == "off" ? normd::cuda::RmsNormOptions::Staging::kOff
-                                                   : normd::cuda::RmsNormOptions::Staging::kAuto;
-                    o.staged_stages = static_cast<int>(stages);
-                    using Lean = normd::cuda::RmsNormOptions::LeanTwoPass;
-                    o.lean_two_pass = lean == "on"    ? Lean::kOn
-                                      : lean == "off" ? Lean::kOff
-                                                      : Lean::kAuto;
-                    // Forcing the lean kernel: not the staged one either.
-                    if (o.lean_two_pass == Lean::kOn)
-                      o.staging = normd::cuda::RmsNormOptions::Staging::kOff;
-                    variants.push_back(o);
+                    for (const std::string& reload : reloads) {
+                      for (const int64_t vectors : vector_counts) {
+                       for (const int64_t threads : thread_counts) {
+                        normd::cuda::RmsNormOptions o;
+                        o.cluster_ctas = static_cast<int>(cluster);
+                        o.weights_through_shared = shared != "off";
+                        using Staging = normd::cuda::RmsNormOptions::Staging;
+                        o.staging = staging == "on"    ? Staging::kOn
+                                    : staging == "off" ? Staging::kOff
+                                                       : Staging::kAuto;
+                        o.staged_stages = static_cast<int>(stages);
+                        using Lean = normd::cuda::RmsNormOptions::LeanTwoPass;
+                        o.lean_two_pass = lean == "on"    ? Lean::kOn
+                                          : lean == "off" ? Lean::kOff
+                                                          : Lean::kAuto;
+                        using Reload = normd::cuda::RmsNormOptions::Reload;
+                        o.reload = reload == "on"    ? Reload::kOn
+                                   : reload == "off" ? Reload::kOff
+                                                     : Reload::kAuto;
+                        o.vectors_per_thread = static_cast<int>(vectors);
+                        o.threads_per_row = static_cast<int>(threads);
+                        // Forcing the lean or the reload kernel: not the staged one either.
+                        if (o.lean_two_pass == Lean::kOn || o.reload == Reload::kOn) {
+                          o.staging = Staging::kOff;
+                        }
+                        variants.push_back(o);
+                       }
+                      }
+                    }
                   }
                 }
               }
@@ -386,6 +415,9 @@ int main(int argc, char** argv) {
             } else if (shape.two_pass) {
               std::snprintf(kernel, sizeof kernel, "%s %d",
                             shape.lean ? "lean two-pass" : "two-pass", shape.threads_per_row);
+            } else if (shape.reload) {
+              std::snprintf(kernel, sizeof kernel, "reload %dx%d", shape.threads_per_row,
+                            shape.vectors_per_thread);
             } else {
               std::snprintf(kernel, sizeof kernel, "%dx%d%s%s", shape.threads_per_row,
                             shape.vectors_per_thread, tag.c_str(),

@@ -9,6 +9,7 @@
 #include "kernels/cuda/rmsnorm_cluster_kernel.cuh"
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
+#include "kernels/cuda/rmsnorm_reload_kernel.cuh"
 #include "kernels/cuda/rmsnorm_staged_kernel.cuh"
 #include "kernels/cuda/rmsnorm_two_pass_kernel.cuh"
 
@@ -64,6 +65,19 @@ bool ValidGroupThreads(int g) {
   return g <= 32 ? (g & (g - 1)) == 0 : g % 32 == 0;
 }
 
+// A register-path shape (register or reload kernel) of groups of g threads, n vectors each: groups
+// under 128 threads share blocks of kSmallGroupBlockThreads.
+KernelShape GroupShape(int64_t g, int64_t n, bool reload) {
+  KernelShape shape;
+  shape.reload = reload;
+  shape.threads_per_row = static_cast<int>(g);
+  shape.vectors_per_thread = static_cast<int>(n);
+  shape.rows_per_block =
+      g >= 128 ? 1 : static_cast<int>(std::max<int64_t>(1, kSmallGroupBlockThreads / g));
+  shape.threads_per_block = shape.rows_per_block * shape.threads_per_row;
+  return shape;
+}
+
 bool ValidVectorsPerThread(DType d, int n) {
   return n == 1 || n == 2 || n == 4 || (n == 8 && d == DType::kFloat32);
 }
@@ -83,6 +97,41 @@ bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   }
   if (!residual) return false;
   return hidden == 1024 || hidden == 4096 || hidden == 8192 || (hidden == 7168 && rows >= 16384);
+}
+
+// Where the reload kernel beat the automatic choice on the H200 (docs/KERNELS.md "v8",
+// bench/cuda/results/h200_2026-12-01_v8 and _reload_fused): plain 16-bit rows at every H of issue
+// 3's grid (1024 to 16384) and row count from 1024 to 65536 (two vectors per thread: 0.87-0.99 of
+// the register kernel's time), plain fp32 rows at H 1024 and 3000 from 4096 rows (0.97-0.99), and
+// 16-bit rows of 16384 with a residual (1024 threads of two vectors: 0.92-0.98 of the staged
+// kernel's time). Elsewhere it gained 3% or less or lost (other fused rows, fp32 at other H),
+// and launches of fewer rows were not timed (the register kernel's early weights serve them).
+bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
+  if (rows < 1024 || hidden < 1024 || hidden > kRegisterMaxHidden) return false;
+  if (residual) return dtype != DType::kFloat32 && hidden == kRegisterMaxHidden;
+  if (dtype != DType::kFloat32) return true;
+  return rows >= 4096 && (hidden == 1024 || hidden == 3000);
+}
+
+// The reload kernel's shape for rows of `vectors` 16-byte vectors: `vectors_per_thread` (0: two
+// without a residual, one with, two where one would need more than 1024 threads) in groups of the
+// fewest whole warps (or a power of two up to 32) that hold them, or of `threads_per_row` (0:
+// automatic); threads_per_row == 0 where the row does not fit 1024 threads of two vectors or the
+// overrides cannot hold it.
+KernelShape ReloadShape(int64_t vectors, bool residual, int vectors_per_thread,
+                        int threads_per_row) {
+  KernelShape shape;
+  int64_t n = vectors_per_thread != 0 ? vectors_per_thread : (residual ? 1 : 2);
+  if (vectors_per_thread == 0 && threads_per_row != 0) {
+    n = CeilDiv(vectors, threads_per_row);  // the fewest vectors that the given threads hold
+  } else if (vectors_per_thread == 0 && CeilDiv(vectors, n) > internal::kReloadMaxThreads) {
+    n = 2;
+  }
+  if (n < 1 || n > internal::kReloadMaxVectors) return shape;
+  const int64_t g = threads_per_row != 0 ? threads_per_row : GroupThreadsFor(CeilDiv(vectors, n));
+  const bool whole_group = g <= 32 ? (g & (g - 1)) == 0 : g % 32 == 0;
+  if (g > internal::kReloadMaxThreads || !whole_group || g * n < vectors) return shape;
+  return GroupShape(g, n, /*reload=*/true);
 }
 
 // The cluster size for a launch: 1 for none, 0 for an invalid override. Under the automatic choice
@@ -112,7 +161,8 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
   KernelShape shape;
   if (!ValidDType(dtype) || hidden < 1 || hidden > kMaxHidden) return shape;
   const bool overridden = options.two_pass || options.threads_per_row != 0 ||
-                          options.vectors_per_thread != 0 || options.cluster_ctas > 1;
+                          options.vectors_per_thread != 0 || options.cluster_ctas > 1 ||
+                          options.reload == RmsNormOptions::Reload::kOn;
   const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
   const int64_t vectors = CeilDiv(hidden, vec_elems);  // 16-byte vectors per row
   if (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
@@ -126,6 +176,14 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
     shape.rows_per_block = 1;
     shape.threads_per_block = shape.threads_per_row;
     return shape;
+  }
+  const bool reload_forced = options.reload == RmsNormOptions::Reload::kOn;
+  if (hidden <= kRegisterMaxHidden && !options.two_pass && options.cluster_ctas <= 1 &&
+      (reload_forced || (options.reload == RmsNormOptions::Reload::kAuto && !overridden &&
+                         ReloadWins(dtype, hidden, rows, residual)))) {
+    const KernelShape reload =
+        ReloadShape(vectors, residual, options.vectors_per_thread, options.threads_per_row);
+    if (reload.threads_per_row != 0) return reload;  // else the kernel it would have been
   }
   const int cluster_ctas =
       ClusterCtasFor(dtype, hidden, vectors, rows, residual, options, overridden);
@@ -205,12 +263,7 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
       g = g2;
     }
   }
-  shape.threads_per_row = static_cast<int>(g);
-  shape.vectors_per_thread = static_cast<int>(n);
-  shape.rows_per_block =
-      g >= 128 ? 1 : static_cast<int>(std::max<int64_t>(1, kSmallGroupBlockThreads / g));
-  shape.threads_per_block = shape.rows_per_block * shape.threads_per_row;
-  return shape;
+  return GroupShape(g, n, /*reload=*/false);
 }
 
 StagedShape ChooseStagedShape(DType dtype, int64_t hidden, int64_t rows, bool residual,
@@ -231,6 +284,17 @@ StagedShape ChooseStagedShape(DType dtype, int64_t hidden, int64_t rows, bool re
   if (options.staging == RmsNormOptions::Staging::kAuto &&
       !(hidden > kStagedAutoMinHidden && rows >= kStagedAutoMinRows &&
         (residual || dtype == DType::kFloat32))) {
+    return shape;
+  }
+  // Where the reload kernel is chosen and holds the row (forced, or measured faster: 16-bit fused
+  // H 16384), it runs instead.
+  const int64_t row_vectors = CeilDiv(hidden, 16 / static_cast<int64_t>(ItemSize(dtype)));
+  if (options.staging == RmsNormOptions::Staging::kAuto &&
+      (options.reload == RmsNormOptions::Reload::kOn ||
+       (options.reload == RmsNormOptions::Reload::kAuto &&
+        ReloadWins(dtype, hidden, rows, residual))) &&
+      ReloadShape(row_vectors, residual, options.vectors_per_thread, options.threads_per_row)
+              .threads_per_row != 0) {
     return shape;
   }
   const int64_t item = static_cast<int64_t>(ItemSize(dtype));

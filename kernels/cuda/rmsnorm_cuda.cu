@@ -1,8 +1,8 @@
 // Host launchers of the RMSNorm kernels (rmsnorm_kernels.cuh, rmsnorm_two_pass_kernel.cuh,
-// rmsnorm_staged_kernel.cuh, rmsnorm_cluster_kernel.cuh): take the kernel and shape that
-// kernel_shapes.cu chooses from the dtype, hidden size and rows, check what can be checked on the
-// host, and launch with cudaLaunchKernelEx (so that programmatic dependent launch and clusters are
-// one attribute away).
+// rmsnorm_staged_kernel.cuh, rmsnorm_cluster_kernel.cuh, rmsnorm_reload_kernel.cuh): take the
+// kernel and shape that kernel_shapes.cu chooses from the dtype, hidden size and rows, check what
+// can be checked on the host, and launch with cudaLaunchKernelEx (so that programmatic dependent
+// launch and clusters are one attribute away).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -13,6 +13,7 @@
 #include "kernels/cuda/rmsnorm_cluster_kernel.cuh"
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
+#include "kernels/cuda/rmsnorm_reload_kernel.cuh"
 #include "kernels/cuda/rmsnorm_staged_kernel.cuh"
 #include "kernels/cuda/rmsnorm_two_pass_kernel.cuh"
 
@@ -94,6 +95,48 @@ void (*RowKernelFor(int vectors_per_thread))(KernelParams) {
   }
 }
 
+template <typename T, bool kResidual, internal::WeightKind kW>
+void (*ReloadKernelFor(int vectors_per_thread))(KernelParams) {
+  switch (vectors_per_thread) {
+    case 1:
+      return internal::RmsNormReloadKernel<T, 1, kResidual, kW>;
+    case 2:
+      return internal::RmsNormReloadKernel<T, 2, kResidual, kW>;
+    default:
+      return nullptr;
+  }
+}
+
+// The reload kernel for a single segment on the vector path (Launch checks ReloadCanRun).
+template <typename T>
+void (*ReloadKernelFor(const RmsNormSegment& seg, int vectors_per_thread))(KernelParams) {
+  const bool residual = seg.residual != nullptr;
+  if constexpr (sizeof(T) == 2) {
+    if (seg.weight_dtype != DType::kFloat32) {
+      constexpr auto kLike = internal::WeightKind::kLikeInput;
+      return residual ? ReloadKernelFor<T, true, kLike>(vectors_per_thread)
+                      : ReloadKernelFor<T, false, kLike>(vectors_per_thread);
+    }
+  }
+  constexpr auto kEither = internal::WeightKind::kEither;
+  return residual ? ReloadKernelFor<T, true, kEither>(vectors_per_thread)
+                  : ReloadKernelFor<T, false, kEither>(vectors_per_thread);
+}
+
+// Whether the reload kernel can take this launch: one segment, on the vector path.
+bool ReloadCanRun(DType dtype, const KernelParams& params) {
+  if (params.table != nullptr) return false;
+  switch (dtype) {
+    case DType::kFloat32:
+      return internal::CanVectorize<float>(params.single, params.hidden);
+    case DType::kFloat16:
+      return internal::CanVectorize<__half>(params.single, params.hidden);
+    case DType::kBFloat16:
+      return internal::CanVectorize<__nv_bfloat16>(params.single, params.hidden);
+  }
+  return false;
+}
+
 template <typename T>
 cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool residual,
                         const RmsNormOptions& options, cudaStream_t stream) {
@@ -111,7 +154,8 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
   const bool early = blocks <= kLatencyBoundBlocks;
   // The weight through shared memory (RmsNormOptions::weights_through_shared): its bytes.
   size_t shared_bytes = 0;
-  if (options.weights_through_shared && residual && !early && blocks <= kSharedWeightMaxBlocks &&
+  if (options.weights_through_shared && !shape.reload && residual && !early &&
+      blocks <= kSharedWeightMaxBlocks &&
       params.table == nullptr && internal::CanVectorize<T>(params.single, params.hidden)) {
     // RmsNorm admits weights of the input's dtype or fp32 only.
     const int64_t bytes =
@@ -126,7 +170,9 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
   // batched launch's segments may mix weight dtypes.
   const bool weights_like_input =
       sizeof(T) == 2 && params.table == nullptr && params.single.weight_dtype != DType::kFloat32;
-  if (shape.two_pass) {
+  if (shape.reload) {
+    kernel = ReloadKernelFor<T>(params.single, shape.vectors_per_thread);
+  } else if (shape.two_pass) {
     if (shape.lean) {
       constexpr auto kLike = internal::WeightKind::kLikeInput;
       if (weights_like_input) {
@@ -264,6 +310,12 @@ cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNor
                    cudaStream_t stream) {
   KernelShape shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, options);
   if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
+  if (shape.reload && !ReloadCanRun(dtype, params)) {
+    RmsNormOptions no_reload = options;  // the kernel that would have run without it
+    no_reload.reload = RmsNormOptions::Reload::kOff;
+    shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_reload);
+    if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
+  }
   int device = 0;
   if (shape.cluster_ctas > 1 && !DeviceIsSm90OrNewer(&device)) {
     RmsNormOptions no_cluster = options;  // no clusters before sm_90: the register kernel
@@ -303,11 +355,13 @@ cudaError_t RmsNormBatched(const RmsNormLaunch& launch, cudaStream_t stream,
   params.hidden = launch.hidden;
   params.total_rows = launch.total_rows;
   params.weight_before_wait = 0;  // the weight pointer itself comes from the table
-  // The lean kernel's automatic choice was measured on single segments only.
+  // The lean and reload kernels' automatic choices were measured on single segments only (and the
+  // reload kernel takes no table).
   RmsNormOptions batched_options = options;
   if (batched_options.lean_two_pass == RmsNormOptions::LeanTwoPass::kAuto) {
     batched_options.lean_two_pass = RmsNormOptions::LeanTwoPass::kOff;
   }
+  batched_options.reload = RmsNormOptions::Reload::kOff;
   return Launch(launch.dtype, params, /*residual=*/true, batched_options, stream);
 }
 

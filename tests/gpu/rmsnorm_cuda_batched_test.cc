@@ -375,6 +375,53 @@ TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 65536, 7, false, on).threads_per_block, 512);
 }
 
+// The automatic choice takes the reload kernel only where it was measured faster (see ReloadWins):
+// plain 16-bit rows of H 1024 to 16384 from 1024 rows (two vectors per thread), plain fp32 rows of
+// H 1024 and 3000 from 4096 rows, 16-bit rows of 16384 with a residual; the options force it
+// (where the row fits 1024 threads of two vectors) or forbid it.
+TEST(RmsNormCudaArguments, ReloadChoice) {
+  using Reload = cuda::RmsNormOptions::Reload;
+  const cuda::KernelShape bf16 = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 65536, false);
+  EXPECT_TRUE(bf16.reload);
+  EXPECT_EQ(bf16.vectors_per_thread, 2);
+  EXPECT_EQ(bf16.threads_per_row, 448);  // 896 vectors
+  const cuda::KernelShape wide = cuda::ChooseKernelShape(DType::kFloat16, 16384, 1024, false);
+  EXPECT_TRUE(wide.reload);
+  EXPECT_EQ(wide.threads_per_block, 1024);
+  const cuda::KernelShape narrow = cuda::ChooseKernelShape(DType::kBFloat16, 1024, 4096, false);
+  EXPECT_TRUE(narrow.reload);
+  EXPECT_EQ(narrow.threads_per_row, 64);
+  EXPECT_EQ(narrow.rows_per_block, 4);
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 4096, false).reload);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 1024, false).reload);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 5120, 65536, false).reload);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true).reload);  // residual
+  // 16-bit rows of 16384 with a residual: 1024 threads of two vectors instead of the staged kernel.
+  const cuda::KernelShape fused_wide = cuda::ChooseKernelShape(DType::kBFloat16, 16384, 4096, true);
+  EXPECT_TRUE(fused_wide.reload);
+  EXPECT_EQ(fused_wide.threads_per_row, 1024);
+  EXPECT_EQ(cuda::ChooseStagedShape(DType::kBFloat16, 16384, 4096, true).rows_per_tile, 0);
+  EXPECT_GT(cuda::ChooseStagedShape(DType::kFloat32, 16384, 4096, false).rows_per_tile, 0);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1000, false).reload);  // few rows
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 512, 65536, false).reload);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 20000, 65536, false).reload);
+  cuda::RmsNormOptions off;
+  off.reload = Reload::kOff;
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 65536, false, off).reload);
+  cuda::RmsNormOptions on;
+  on.reload = Reload::kOn;
+  const cuda::KernelShape fused = cuda::ChooseKernelShape(DType::kBFloat16, 3000, 7, true, on);
+  EXPECT_TRUE(fused.reload);
+  EXPECT_EQ(fused.vectors_per_thread, 1);  // one with a residual
+  EXPECT_EQ(fused.threads_per_row, 384);   // 375 vectors in whole warps
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 7, true, on).vectors_per_thread, 2);
+  on.vectors_per_thread = 1;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8192, 7, false, on).threads_per_row, 1024);
+  // fp32 H 16384 (4096 vectors) does not fit: the kernel it would have been, the staged one here.
+  on.vectors_per_thread = 0;
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 16384, 7, false, on).reload);
+}
+
 // The automatic choice splits each row over a cluster of CTAs only for rows that move >= 96 KB
 // (x, output, and r and residual_out with a residual) in launches of few rows (at most 128 CTAs in
 // all); cluster_ctas forces or forbids it.
@@ -422,7 +469,7 @@ TEST(RmsNormCudaArguments, ShapesCoverTheRow) {
         }
         const int64_t vec = 16 / static_cast<int64_t>(ItemSize(dtype));
         EXPECT_GE(int64_t{s.threads_per_row} * s.vectors_per_thread * vec, hidden) << hidden;
-        EXPECT_LE(s.threads_per_block, 512);
+        EXPECT_LE(s.threads_per_block, s.reload ? 1024 : 512);
         if (s.cluster_ctas > 1) {  // one row over C blocks
           EXPECT_LE(rows * s.cluster_ctas, 128) << hidden;
           EXPECT_EQ(s.threads_per_row, s.cluster_ctas * s.threads_per_block);

@@ -1,7 +1,7 @@
 // Kernels forced by RmsNormOptions whatever the automatic choice would be, against the fp64
 // reference: the staged kernel (rows streamed through shared memory by the copy engine,
-// RmsNormStagedKernel; Staging::kOn), the lean two-pass kernel (LeanTwoPass::kOn) and the cluster
-// kernel (cluster_ctas). Same
+// RmsNormStagedKernel; Staging::kOn), the lean two-pass kernel (LeanTwoPass::kOn), the reload
+// kernel (Reload::kOn) and the cluster kernel (cluster_ctas). Same
 // tolerances, poisoning and guards as rmsnorm_cuda_test.cc. Each case first asserts that the forced
 // kernel is the one chosen, so a silent fallback to the register kernel would fail rather than
 // pass.
@@ -246,6 +246,84 @@ TEST(RmsNormCudaLean, MatchesReference) {
       SCOPED_TRACE(what);
       const Inputs inputs(dtype, hidden, 301, rng);
       ASSERT_EQ(RunAndCheck(inputs, DType::kFloat32, true, true, 0.0f, Lean(), rng, what), 0);
+    }
+  }
+}
+
+cuda::RmsNormOptions Reload(int vectors_per_thread) {
+  cuda::RmsNormOptions options;
+  options.reload = cuda::RmsNormOptions::Reload::kOn;
+  options.vectors_per_thread = vectors_per_thread;
+  options.staging = cuda::RmsNormOptions::Staging::kOff;
+  return options;
+}
+
+// The reload kernel (the row read twice, the second time from L1), forced with 1 and 2 vectors per
+// thread in turn (at least what fits the row in 1024 threads): H (one vector and 1024: several rows
+// per warp or block; idle threads at 3000 and 5120; up to 16384, 1024-thread blocks) x rows x
+// dtype x weight dtype x residual x weight_offset, and in place.
+TEST(RmsNormCudaReload, MatchesReference) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0xDDDD);
+  int turn = 0;
+  for (const DType dtype : kDTypes) {
+    const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
+    for (const int64_t hidden : {vec_elems, int64_t{1024}, int64_t{3000}, int64_t{4096},
+                                 int64_t{5120}, int64_t{7168}, int64_t{8192}, int64_t{16384}}) {
+      const int64_t vectors = hidden / vec_elems;
+      int n = 1 << (turn++ % 2);
+      while (vectors > int64_t{1024} * n) n *= 2;
+      if (n > 2) continue;  // fp32 H 16384: 4 vectors per thread, which the kernel does not take
+      const std::string label = " reload x" + std::to_string(n);
+      SweepRowsWeightsResidual(dtype, hidden, Reload(n), label, rng,
+                               [&](int64_t rows, bool residual, const std::string& what) {
+                                 const cuda::KernelShape shape = cuda::ChooseKernelShape(
+                                     dtype, hidden, rows, residual, Reload(n));
+                                 EXPECT_TRUE(shape.reload && shape.vectors_per_thread == n)
+                                     << what;
+                                 return shape.reload;
+                               });
+      if (HasFatalFailure()) return;
+      // In place: each thread reads its vectors in both passes before it overwrites them.
+      const std::string what =
+          std::string(DTypeName(dtype)) + label + " in place H=" + std::to_string(hidden);
+      SCOPED_TRACE(what);
+      const Inputs inputs(dtype, hidden, 301, rng);
+      ASSERT_EQ(RunAndCheck(inputs, DType::kFloat32, true, true, 0.0f, Reload(n), rng, what), 0);
+    }
+  }
+}
+
+// Every variant of the reload kernel (dtype x vectors per thread x residual x weight dtype) at few
+// rows: several rows per block (H 1024), idle threads (3000), 1024-thread blocks (16384), in place
+// or not. Small enough for compute-sanitizer's memcheck and racecheck (bench/cuda/run_h200.sh,
+// step sanitizer).
+TEST(RmsNormCudaReload, EveryVariantAtFewRows) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0xEEEE);
+  for (const DType dtype : kDTypes) {
+    for (const int64_t hidden : {1024, 3000, 16384}) {
+      const Inputs inputs(dtype, hidden, 5, rng);
+      for (const int n : {1, 2}) {
+        if (hidden / (16 / static_cast<int64_t>(ItemSize(dtype))) > 1024 * n) continue;
+        for (const DType weight_dtype : {dtype, DType::kFloat32}) {
+          for (const bool residual : {false, true}) {
+            for (const bool in_place : {false, true}) {
+              const std::string what =
+                  std::string(DTypeName(dtype)) + " reload x" + std::to_string(n) +
+                  " H=" + std::to_string(hidden) + " weight=" + DTypeName(weight_dtype) +
+                  (residual ? " +residual" : "") + (in_place ? " in place" : "");
+              SCOPED_TRACE(what);
+              ASSERT_TRUE(
+                  cuda::ChooseKernelShape(dtype, hidden, inputs.rows, residual, Reload(n)).reload);
+              const float offset = residual ? 1.0f : 0.0f;
+              ASSERT_EQ(RunAndCheck(inputs, weight_dtype, residual, in_place, offset, Reload(n),
+                                    rng, what),
+                        0);
+            }
+          }
+        }
+      }
     }
   }
 }
