@@ -21,10 +21,9 @@
 // --shared-weights for RmsNormOptions::weights_through_shared, --reload for
 // RmsNormOptions::reload (on: the reload kernel forced, staging off), --vectors for
 // RmsNormOptions::vectors_per_thread and --threads for threads_per_row (0 automatic); --two-pass
-// adds a run of the two-pass kernel.
-// The kernel column says which kernel ran: GxN for the register kernel, "reload GxN" for the
-// reload kernel, "staged GxN Rr Ss" for the staged one, "cluster CxG" for C CTAs of G threads per
-// row.
+// adds a run of the two-pass kernel. Every combination of the lists runs. The kernel column says
+// which kernel ran: GxN for the register kernel, "reload GxN" for the reload kernel,
+// "staged GxN Rr Ss" for the staged one, "cluster CxG" for C CTAs of G threads per row.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -58,6 +57,23 @@ std::vector<int64_t> ParseInts(const std::string& s) {
   std::string item;
   while (std::getline(ss, item, ',')) out.push_back(std::stoll(item));
   return out;
+}
+
+using Options = normd::cuda::RmsNormOptions;
+
+// Replaces `variants` with every one of them combined with every value of `values`, set by `set`
+// (the first list multiplied in varies slowest).
+template <typename V, typename Set>
+void Multiply(std::vector<Options>& variants, const std::vector<V>& values, Set set) {
+  std::vector<Options> combined;
+  for (const Options& o : variants) {
+    for (const V& v : values) {
+      Options c = o;
+      set(c, v);
+      combined.push_back(c);
+    }
+  }
+  variants.swap(combined);
 }
 
 std::vector<std::string> ParseStrings(const std::string& s) {
@@ -338,45 +354,32 @@ int main(int argc, char** argv) {
         for (const int64_t hidden : hidden_list) {
           if (static_cast<size_t>(rows * hidden) * normd::ItemSize(dtype) > kMaxTensorBytes)
             continue;
-          std::vector<normd::cuda::RmsNormOptions> variants;
-          for (const std::string& staging : stagings) {
-            for (const int64_t stages : stage_counts) {
-              for (const std::string& lean : leans) {
-                for (const int64_t cluster : clusters) {
-                  for (const std::string& shared : shared_weights) {
-                    for (const std::string& reload : reloads) {
-                      for (const int64_t vectors : vector_counts) {
-                       for (const int64_t threads : thread_counts) {
-                        normd::cuda::RmsNormOptions o;
-                        o.cluster_ctas = static_cast<int>(cluster);
-                        o.weights_through_shared = shared != "off";
-                        using Staging = normd::cuda::RmsNormOptions::Staging;
-                        o.staging = staging == "on"    ? Staging::kOn
-                                    : staging == "off" ? Staging::kOff
-                                                       : Staging::kAuto;
-                        o.staged_stages = static_cast<int>(stages);
-                        using Lean = normd::cuda::RmsNormOptions::LeanTwoPass;
-                        o.lean_two_pass = lean == "on"    ? Lean::kOn
-                                          : lean == "off" ? Lean::kOff
-                                                          : Lean::kAuto;
-                        using Reload = normd::cuda::RmsNormOptions::Reload;
-                        o.reload = reload == "on"    ? Reload::kOn
-                                   : reload == "off" ? Reload::kOff
-                                                     : Reload::kAuto;
-                        o.vectors_per_thread = static_cast<int>(vectors);
-                        o.threads_per_row = static_cast<int>(threads);
-                        // Forcing the lean or the reload kernel: not the staged one either.
-                        if (o.lean_two_pass == Lean::kOn || o.reload == Reload::kOn) {
-                          o.staging = Staging::kOff;
-                        }
-                        variants.push_back(o);
-                       }
-                      }
-                    }
-                  }
-                }
-              }
-            }
+          std::vector<Options> variants = {Options{}};
+          using Staging = Options::Staging;
+          Multiply(variants, stagings, [](Options& o, const std::string& v) {
+            o.staging = v == "on" ? Staging::kOn : v == "off" ? Staging::kOff : Staging::kAuto;
+          });
+          Multiply(variants, stage_counts,
+                   [](Options& o, int64_t v) { o.staged_stages = static_cast<int>(v); });
+          using Lean = Options::LeanTwoPass;
+          Multiply(variants, leans, [](Options& o, const std::string& v) {
+            o.lean_two_pass = v == "on" ? Lean::kOn : v == "off" ? Lean::kOff : Lean::kAuto;
+          });
+          Multiply(variants, clusters,
+                   [](Options& o, int64_t v) { o.cluster_ctas = static_cast<int>(v); });
+          Multiply(variants, shared_weights,
+                   [](Options& o, const std::string& v) { o.weights_through_shared = v != "off"; });
+          using Reload = Options::Reload;
+          Multiply(variants, reloads, [](Options& o, const std::string& v) {
+            o.reload = v == "on" ? Reload::kOn : v == "off" ? Reload::kOff : Reload::kAuto;
+          });
+          Multiply(variants, vector_counts,
+                   [](Options& o, int64_t v) { o.vectors_per_thread = static_cast<int>(v); });
+          Multiply(variants, thread_counts,
+                   [](Options& o, int64_t v) { o.threads_per_row = static_cast<int>(v); });
+          // Forcing the lean or the reload kernel: not the staged one either.
+          for (Options& o : variants) {
+            if (o.lean_two_pass == Lean::kOn || o.reload == Reload::kOn) o.staging = Staging::kOff;
           }
           if (two_pass) {
             normd::cuda::RmsNormOptions o;

@@ -100,17 +100,21 @@ bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 }
 
 // Where the reload kernel beat the automatic choice on the H200 (docs/KERNELS.md "v8",
-// bench/cuda/results/h200_2026-12-01_v8 and _reload_fused): plain 16-bit rows at every H of issue
-// 3's grid (1024 to 16384) and row count from 1024 to 65536 (two vectors per thread: 0.87-0.99 of
-// the register kernel's time), plain fp32 rows at H 1024 and 3000 from 4096 rows (0.97-0.99), and
-// 16-bit rows of 16384 with a residual (1024 threads of two vectors: 0.92-0.98 of the staged
-// kernel's time). Elsewhere it gained 3% or less or lost (other fused rows, fp32 at other H),
-// and launches of fewer rows were not timed (the register kernel's early weights serve them).
+// bench/cuda/results/h200_2026-12-01_v8, _reload_fused and _reload_fp32): plain 16-bit rows at
+// every H of issue 3's grid (1024 to 16384) and row count from 1024 to 65536 (two vectors per
+// thread: 0.87-0.99 of the register kernel's time); plain fp32 rows at H 5120 (0.95-0.99), at H
+// 1024 and 3000 from 4096 rows (0.97-0.99) and at H 3000, 7168 and 8192 below 4096 rows (measured
+// at 1024: 0.96-0.99); 16-bit rows of 16384 with a residual (1024 threads of two vectors: 0.92-0.98
+// of the staged kernel's time). Elsewhere it gained 3% or less or lost (other fused rows, fp32 H
+// 7168 and 8192 from 4096 rows, where the lean kernel is faster), and launches of fewer rows were
+// not timed (the register kernel's early weights serve them).
 bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (rows < 1024 || hidden < 1024 || hidden > kRegisterMaxHidden) return false;
   if (residual) return dtype != DType::kFloat32 && hidden == kRegisterMaxHidden;
   if (dtype != DType::kFloat32) return true;
-  return rows >= 4096 && (hidden == 1024 || hidden == 3000);
+  if (hidden == 5120) return true;
+  if (rows < 4096) return hidden == 3000 || hidden == 7168 || hidden == 8192;
+  return hidden == 1024 || hidden == 3000;
 }
 
 // The reload kernel's shape for rows of `vectors` 16-byte vectors: `vectors_per_thread` (0: two

@@ -376,8 +376,8 @@ TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
 }
 
 // The automatic choice takes the reload kernel only where it was measured faster (see ReloadWins):
-// plain 16-bit rows of H 1024 to 16384 from 1024 rows (two vectors per thread), plain fp32 rows of
-// H 1024 and 3000 from 4096 rows, 16-bit rows of 16384 with a residual; the options force it
+// plain 16-bit rows of H 1024 to 16384 from 1024 rows (two vectors per thread), plain fp32 rows at
+// the H and row counts where they won, 16-bit rows of 16384 with a residual; the options force it
 // (where the row fits 1024 threads of two vectors) or forbid it.
 TEST(RmsNormCudaArguments, ReloadChoice) {
   using Reload = cuda::RmsNormOptions::Reload;
@@ -393,8 +393,12 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_EQ(narrow.threads_per_row, 64);
   EXPECT_EQ(narrow.rows_per_block, 4);
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 4096, false).reload);
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 1024, false).reload);
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 5120, 65536, false).reload);
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 5120, 65536, false).reload);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 5120, 65536, false).threads_per_row, 640);
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 1024, false).reload);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 4096, false).reload);  // lean
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 1024, 1024, false).reload);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 16384, 65536, false).reload);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true).reload);  // residual
   // 16-bit rows of 16384 with a residual: 1024 threads of two vectors instead of the staged kernel.
   const cuda::KernelShape fused_wide = cuda::ChooseKernelShape(DType::kBFloat16, 16384, 4096, true);
