@@ -109,7 +109,7 @@ NORMD_CUDA_API KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_
 // The staged kernel's shape for a single segment (`rows` 0: no decision by size): rows per tile and
 // stages; rows_per_tile == 0 where it cannot run (H over 16384, a row not a whole number of 16-byte
 // vectors, a stage over the shared-memory budget, options.staging == kOff) or, under kAuto, where
-// the register kernel is the faster one.
+// the register kernel is the faster one or the reload kernel is chosen (RmsNormOptions::reload).
 struct StagedShape {
   int threads_per_row = 0;
   int vectors_per_thread = 0;
