@@ -115,6 +115,14 @@ absl::Status ApplyEnvironment() {
   return absl::OkStatus();
 }
 
+// A microseconds flag whose -1 means "automatic" (resolved later, by the backend): true for -1,
+// leaving *value as it is; otherwise false, with *value set.
+bool ReadAutomaticMicroseconds(int64_t flag_us, absl::Duration* value) {
+  if (flag_us == -1) return true;
+  *value = absl::Microseconds(flag_us);
+  return false;
+}
+
 absl::Status CheckPositive(absl::string_view name, int64_t value) {
   if (value > 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("--", name, " = ", value, " must be positive"));
@@ -164,21 +172,18 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   c.zero_copy_max_bytes = absl::GetFlag(FLAGS_zero_copy_max_bytes);
   c.batch.overlap_min_bytes = absl::GetFlag(FLAGS_overlap_min_bytes);
   c.copy_threads = absl::GetFlag(FLAGS_copy_threads);
-  c.copy_spin_as_busy_poll = absl::GetFlag(FLAGS_copy_spin_us) == -1;
-  if (!c.copy_spin_as_busy_poll)
-    c.copy_spin = absl::Microseconds(absl::GetFlag(FLAGS_copy_spin_us));
+  c.copy_spin_as_busy_poll =
+      ReadAutomaticMicroseconds(absl::GetFlag(FLAGS_copy_spin_us), &c.copy_spin);
   c.max_hidden = absl::GetFlag(FLAGS_max_hidden);
   c.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   c.batch.max_rows = absl::GetFlag(FLAGS_max_batch_rows);
   c.batch.max_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
   c.batch.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
-  c.company_wait_automatic = absl::GetFlag(FLAGS_company_wait_us) == -1;
-  if (!c.company_wait_automatic)
-    c.batch.company_wait = absl::Microseconds(absl::GetFlag(FLAGS_company_wait_us));
+  c.company_wait_automatic =
+      ReadAutomaticMicroseconds(absl::GetFlag(FLAGS_company_wait_us), &c.batch.company_wait);
   c.batch.company_min_requests = absl::GetFlag(FLAGS_company_min_requests);
-  c.busy_poll_automatic = absl::GetFlag(FLAGS_busy_poll_us) == -1;
-  if (!c.busy_poll_automatic)
-    c.batch.busy_poll = absl::Microseconds(absl::GetFlag(FLAGS_busy_poll_us));
+  c.busy_poll_automatic =
+      ReadAutomaticMicroseconds(absl::GetFlag(FLAGS_busy_poll_us), &c.batch.busy_poll);
   c.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes);
   c.fill_first_rows = absl::GetFlag(FLAGS_fill_first_rows);
   if (c.fill_first_rows < 0) {
