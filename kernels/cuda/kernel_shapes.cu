@@ -60,9 +60,14 @@ int64_t GroupThreadsFor(int64_t vectors) {
   return vectors <= 32 ? PowerOfTwoCeil(vectors) : CeilDiv(vectors, 32) * 32;
 }
 
-bool ValidGroupThreads(int g) {
-  if (g <= 0 || g > internal::kMaxBlockThreads) return false;
-  return g <= 32 ? (g & (g - 1)) == 0 : g % 32 == 0;
+// Whether g threads form a row group: a power of two up to 32, or whole warps.
+bool WholeGroup(int64_t g) { return g > 0 && (g <= 32 ? (g & (g - 1)) == 0 : g % 32 == 0); }
+
+bool ValidGroupThreads(int g) { return WholeGroup(g) && g <= internal::kMaxBlockThreads; }
+
+// 16-byte vectors per row of `hidden` elements (the last one partial where H does not fill it).
+int64_t VectorsPerRow(DType dtype, int64_t hidden) {
+  return CeilDiv(hidden, 16 / static_cast<int64_t>(ItemSize(dtype)));
 }
 
 // A register-path shape (register or reload kernel) of groups of g threads, n vectors each: groups
@@ -133,9 +138,24 @@ KernelShape ReloadShape(int64_t vectors, bool residual, int vectors_per_thread,
   }
   if (n < 1 || n > internal::kReloadMaxVectors) return shape;
   const int64_t g = threads_per_row != 0 ? threads_per_row : GroupThreadsFor(CeilDiv(vectors, n));
-  const bool whole_group = g <= 32 ? (g & (g - 1)) == 0 : g % 32 == 0;
-  if (g > internal::kReloadMaxThreads || !whole_group || g * n < vectors) return shape;
+  if (g > internal::kReloadMaxThreads || !WholeGroup(g) || g * n < vectors) return shape;
   return GroupShape(g, n, /*reload=*/true);
+}
+
+// The reload kernel's shape if this launch takes it: forced (kOn), or under kAuto with no other
+// tuning override where ReloadWins; and only where it holds the row (else threads_per_row == 0).
+// ChooseKernelShape returns it, and ChooseStagedShape yields to it, so the two agree.
+KernelShape ChosenReloadShape(DType dtype, int64_t hidden, int64_t rows, bool residual,
+                              const RmsNormOptions& options) {
+  const bool other_overrides = options.threads_per_row != 0 || options.vectors_per_thread != 0;
+  const bool chosen = options.reload == RmsNormOptions::Reload::kOn ||
+                      (options.reload == RmsNormOptions::Reload::kAuto && !other_overrides &&
+                       ReloadWins(dtype, hidden, rows, residual));
+  if (!chosen || hidden > kRegisterMaxHidden || options.two_pass || options.cluster_ctas > 1) {
+    return KernelShape{};
+  }
+  return ReloadShape(VectorsPerRow(dtype, hidden), residual, options.vectors_per_thread,
+                     options.threads_per_row);
 }
 
 // The cluster size for a launch: 1 for none, 0 for an invalid override. Under the automatic choice
@@ -167,8 +187,7 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
   const bool overridden = options.two_pass || options.threads_per_row != 0 ||
                           options.vectors_per_thread != 0 || options.cluster_ctas > 1 ||
                           options.reload == RmsNormOptions::Reload::kOn;
-  const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
-  const int64_t vectors = CeilDiv(hidden, vec_elems);  // 16-byte vectors per row
+  const int64_t vectors = VectorsPerRow(dtype, hidden);
   if (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
       (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kAuto && !overridden &&
        LeanTwoPassWins(dtype, hidden, rows, residual))) {
@@ -181,13 +200,10 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
     shape.threads_per_block = shape.threads_per_row;
     return shape;
   }
-  const bool reload_forced = options.reload == RmsNormOptions::Reload::kOn;
-  if (hidden <= kRegisterMaxHidden && !options.two_pass && options.cluster_ctas <= 1 &&
-      (reload_forced || (options.reload == RmsNormOptions::Reload::kAuto && !overridden &&
-                         ReloadWins(dtype, hidden, rows, residual)))) {
-    const KernelShape reload =
-        ReloadShape(vectors, residual, options.vectors_per_thread, options.threads_per_row);
-    if (reload.threads_per_row != 0) return reload;  // else the kernel it would have been
+  // Else the kernel it would have been.
+  if (const KernelShape reload = ChosenReloadShape(dtype, hidden, rows, residual, options);
+      reload.threads_per_row != 0) {
+    return reload;
   }
   const int cluster_ctas =
       ClusterCtasFor(dtype, hidden, vectors, rows, residual, options, overridden);
@@ -292,13 +308,8 @@ StagedShape ChooseStagedShape(DType dtype, int64_t hidden, int64_t rows, bool re
   }
   // Where the reload kernel is chosen and holds the row (forced, or measured faster: 16-bit fused
   // H 16384), it runs instead.
-  const int64_t row_vectors = CeilDiv(hidden, 16 / static_cast<int64_t>(ItemSize(dtype)));
   if (options.staging == RmsNormOptions::Staging::kAuto &&
-      (options.reload == RmsNormOptions::Reload::kOn ||
-       (options.reload == RmsNormOptions::Reload::kAuto &&
-        ReloadWins(dtype, hidden, rows, residual))) &&
-      ReloadShape(row_vectors, residual, options.vectors_per_thread, options.threads_per_row)
-              .threads_per_row != 0) {
+      ChosenReloadShape(dtype, hidden, rows, residual, options).threads_per_row != 0) {
     return shape;
   }
   const int64_t item = static_cast<int64_t>(ItemSize(dtype));
