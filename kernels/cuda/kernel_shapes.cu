@@ -93,15 +93,12 @@ bool ValidVectorsPerThread(DType d, int n) {
 // from 16384 rows), fp32 plain at H 4096, 7168, 8192. In the next call it was faster at 32 of these
 // 39 shapes and within 2.5% at the rest. Elsewhere it lost: 16-bit plain rows everywhere (0.7-0.9x
 // the register kernel's speed), H 5120 (a second, mostly idle iteration per pass), H 16384. Other H
-// keep the register kernel: the rule is what was measured, not a model.
+// keep the register kernel: the rule is what was measured, not a model. Since v9 the reload kernel
+// takes the rows with a residual it had here, but fp32 H 3000 (see ReloadWins).
 bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
-  if (rows < 4096) return false;
-  if (dtype == DType::kFloat32) {
-    if (!residual) return hidden == 4096 || hidden == 7168 || hidden == 8192;
-    return hidden == 1024 || hidden == 4096 || (hidden == 3000 && rows >= 16384);
-  }
-  if (!residual) return false;
-  return hidden == 1024 || hidden == 4096 || hidden == 8192 || (hidden == 7168 && rows >= 16384);
+  if (rows < 4096 || dtype != DType::kFloat32) return false;
+  if (!residual) return hidden == 4096 || hidden == 7168 || hidden == 8192;
+  return hidden == 3000 && rows >= 16384;
 }
 
 // Where the reload kernel beat the automatic choice on the H200 (docs/KERNELS.md "v8",
@@ -110,27 +107,49 @@ bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 // thread: 0.87-0.99 of the register kernel's time); plain fp32 rows at H 5120 (0.95-0.99), at H
 // 1024 and 3000 from 4096 rows (0.97-0.99) and at H 3000, 7168 and 8192 below 4096 rows (measured
 // at 1024: 0.96-0.99); 16-bit rows of 16384 with a residual (1024 threads of two vectors: 0.92-0.98
-// of the staged kernel's time). Elsewhere it gained 3% or less or lost (other fused rows, fp32 H
-// 7168 and 8192 from 4096 rows, where the lean kernel is faster), and launches of fewer rows were
-// not timed (the register kernel's early weights serve them).
+// of the staged kernel's time). Elsewhere it gained 3% or less or lost (fp32 H 7168 and 8192 from
+// 4096 rows, where the lean kernel is faster), and launches of fewer rows were not timed (the
+// register kernel's early weights serve them). v9 (h200_2026-12-01_roomy), rows with a residual,
+// with the vectors per thread of ReloadVectorsFor: 16-bit H 3000 (0.96 of the register kernel's
+// time at 1024 rows, 0.97-0.99 from 4096), and from 4096 rows H 1024 and 4096 (0.97-1.00 of the
+// lean kernel's), H 5120 (0.97-0.99 of the register kernel's), 7168 and 8192 (0.97-0.99 of the
+// lean kernel's); fp32 H 1024 (0.91 at 1024 rows, 0.98-1.00 from 4096) and H 4096 from 4096 rows
+// (0.97-0.99). At 1024 rows of 16-bit H 1024, 4096, 5120, 7168, 8192 it lost 1-8%.
 bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (rows < 1024 || hidden < 1024 || hidden > kRegisterMaxHidden) return false;
-  if (residual) return dtype != DType::kFloat32 && hidden == kRegisterMaxHidden;
+  if (residual && dtype == DType::kFloat32) {
+    return hidden == 1024 || (hidden == 4096 && rows >= 4096);
+  }
+  if (residual) {
+    return hidden == 3000 || hidden == kRegisterMaxHidden ||
+           (rows >= 4096 && (hidden == 1024 || hidden == 4096 || hidden == 5120 || hidden == 7168 ||
+                             hidden == 8192));
+  }
   if (dtype != DType::kFloat32) return true;
   if (hidden == 5120) return true;
   if (rows < 4096) return hidden == 3000 || hidden == 7168 || hidden == 8192;
   return hidden == 1024 || hidden == 3000;
 }
 
-// The reload kernel's shape for rows of `vectors` 16-byte vectors: `vectors_per_thread` (0: two
-// without a residual, one with, two where one would need more than 1024 threads) in groups of the
-// fewest whole warps (or a power of two up to 32) that hold them, or of `threads_per_row` (0:
+// The reload kernel's vectors per thread unless overridden (ReloadShape takes two where one would
+// need more than 1024 threads): two for plain rows; with a residual two where they measured faster
+// than one (v9: 16-bit H 5120, 7168, 8192, and 3000 below 4096 rows; fp32 H 4096), else one.
+int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
+  if (!residual) return 2;
+  if (dtype == DType::kFloat32) return hidden == 4096 ? 2 : 1;
+  if (hidden == 3000) return rows < 4096 ? 2 : 1;
+  return hidden == 5120 || hidden == 7168 || hidden == 8192 ? 2 : 1;
+}
+
+// The reload kernel's shape for rows of `vectors` 16-byte vectors: `vectors_per_thread` (0:
+// `automatic_vectors`, two where that would need more than 1024 threads) in groups of the fewest
+// whole warps (or a power of two up to 32) that hold them, or of `threads_per_row` (0:
 // automatic); threads_per_row == 0 where the row does not fit 1024 threads of two vectors or the
 // overrides cannot hold it.
-KernelShape ReloadShape(int64_t vectors, bool residual, int vectors_per_thread,
+KernelShape ReloadShape(int64_t vectors, int automatic_vectors, int vectors_per_thread,
                         int threads_per_row) {
   KernelShape shape;
-  int64_t n = vectors_per_thread != 0 ? vectors_per_thread : (residual ? 1 : 2);
+  int64_t n = vectors_per_thread != 0 ? vectors_per_thread : automatic_vectors;
   if (vectors_per_thread == 0 && threads_per_row != 0) {
     n = CeilDiv(vectors, threads_per_row);  // the fewest vectors that the given threads hold
   } else if (vectors_per_thread == 0 && CeilDiv(vectors, n) > internal::kReloadMaxThreads) {
@@ -154,8 +173,8 @@ KernelShape ChosenReloadShape(DType dtype, int64_t hidden, int64_t rows, bool re
   if (!chosen || hidden > kRegisterMaxHidden || options.two_pass || options.cluster_ctas > 1) {
     return KernelShape{};
   }
-  return ReloadShape(VectorsPerRow(dtype, hidden), residual, options.vectors_per_thread,
-                     options.threads_per_row);
+  return ReloadShape(VectorsPerRow(dtype, hidden), ReloadVectorsFor(dtype, hidden, rows, residual),
+                     options.vectors_per_thread, options.threads_per_row);
 }
 
 // The cluster size for a launch: 1 for none, 0 for an invalid override. Under the automatic choice

@@ -95,12 +95,19 @@ void (*RowKernelFor(int vectors_per_thread))(KernelParams) {
   }
 }
 
+// Two vectors with a residual in blocks of up to 512 threads take the variant given 40 registers
+// (kReloadRoomyThreads): under 32 that one spilled.
 template <typename T, bool kResidual, internal::WeightKind kW>
-void (*ReloadKernelFor(int vectors_per_thread))(KernelParams) {
+void (*ReloadKernelFor(int vectors_per_thread, int block_threads))(KernelParams) {
   switch (vectors_per_thread) {
     case 1:
       return internal::RmsNormReloadKernel<T, 1, kResidual, kW>;
     case 2:
+      if constexpr (kResidual) {
+        if (block_threads <= internal::kReloadRoomyThreads) {
+          return internal::RmsNormReloadKernel<T, 2, true, kW, internal::kReloadRoomyThreads>;
+        }
+      }
       return internal::RmsNormReloadKernel<T, 2, kResidual, kW>;
     default:
       return nullptr;
@@ -109,18 +116,20 @@ void (*ReloadKernelFor(int vectors_per_thread))(KernelParams) {
 
 // The reload kernel for a single segment on the vector path (Launch checks ReloadCanRun).
 template <typename T>
-void (*ReloadKernelFor(const RmsNormSegment& seg, int vectors_per_thread))(KernelParams) {
+void (*ReloadKernelFor(const RmsNormSegment& seg, const KernelShape& shape))(KernelParams) {
   const bool residual = seg.residual != nullptr;
+  const int n = shape.vectors_per_thread;
+  const int block = shape.threads_per_block;
   if constexpr (sizeof(T) == 2) {
     if (seg.weight_dtype != DType::kFloat32) {
       constexpr auto kLike = internal::WeightKind::kLikeInput;
-      return residual ? ReloadKernelFor<T, true, kLike>(vectors_per_thread)
-                      : ReloadKernelFor<T, false, kLike>(vectors_per_thread);
+      return residual ? ReloadKernelFor<T, true, kLike>(n, block)
+                      : ReloadKernelFor<T, false, kLike>(n, block);
     }
   }
   constexpr auto kEither = internal::WeightKind::kEither;
-  return residual ? ReloadKernelFor<T, true, kEither>(vectors_per_thread)
-                  : ReloadKernelFor<T, false, kEither>(vectors_per_thread);
+  return residual ? ReloadKernelFor<T, true, kEither>(n, block)
+                  : ReloadKernelFor<T, false, kEither>(n, block);
 }
 
 // Whether the reload kernel can take this launch: one segment, on the vector path.
@@ -171,7 +180,7 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
   const bool weights_like_input =
       sizeof(T) == 2 && params.table == nullptr && params.single.weight_dtype != DType::kFloat32;
   if (shape.reload) {
-    kernel = ReloadKernelFor<T>(params.single, shape.vectors_per_thread);
+    kernel = ReloadKernelFor<T>(params.single, shape);
   } else if (shape.two_pass) {
     if (shape.lean) {
       constexpr auto kLike = internal::WeightKind::kLikeInput;

@@ -4,7 +4,8 @@
 // G threads own a row, thread t its kN 16-byte vectors t, t + G, ..., as in RmsNormRowKernel; but
 // instead of holding them across the reduction, the first pass sums their squares and drops them
 // (the loads marked to be kept in L1 and L2), and the second pass loads them again, from L1, for
-// the output. At most 32 registers, so a multiprocessor holds 2048 threads against the register
+// the output. At most 32 registers (40 in the variant for two vectors with a residual in blocks
+// of up to 512 threads), so a multiprocessor holds 2048 threads (1536 or more) against the register
 // kernel's 512 or 1024: what v6 found behind torch.compile's speed at large shapes (occupancy, few
 // instructions per byte), and the layout of the kernel Inductor generates for 16-bit rows (one or
 // two vectors per thread, all of them loaded before any is used), with the vectors per thread
@@ -33,6 +34,16 @@ inline constexpr int kReloadMaxThreads = 1024;
 inline constexpr int kReloadMinBlocks = 2;
 // Vectors per thread it is built for: 4 spilled under 32 registers.
 inline constexpr int kReloadMaxVectors = 2;
+// Two vectors of a row and two of its residual per thread need 40 registers (under 32 they spilled
+// 12-24 bytes): that variant is also built for blocks of up to 512 threads, three per
+// multiprocessor, which lets ptxas use 40 (a multiprocessor still holds 1536 threads or more).
+inline constexpr int kReloadRoomyThreads = 512;
+inline constexpr int kReloadRoomyMinBlocks = 3;
+
+// The minimum blocks per multiprocessor the variant for blocks of up to kMaxThreads is built for.
+template <int kMaxThreads>
+inline constexpr int kReloadMinBlocksFor =
+    kMaxThreads == kReloadRoomyThreads ? kReloadRoomyMinBlocks : kReloadMinBlocks;
 
 // h for one vector of the row: x, or x + r unrounded with a residual, from the raw vectors.
 template <typename T, bool kResidual>
@@ -48,9 +59,10 @@ __device__ __forceinline__ void RowVecValues(const uint4& xraw, const uint4& rra
 }
 
 // kN: vectors per thread (1 or 2); kResidual: the segment carries a residual (known on the host:
-// one segment); kW: see WeightKind.
-template <typename T, int kN, bool kResidual, WeightKind kW>
-__global__ void __launch_bounds__(kReloadMaxThreads, kReloadMinBlocks)
+// one segment); kW: see WeightKind; kMaxThreads: the largest block it is launched with
+// (kReloadMaxThreads, or kReloadRoomyThreads for the variant given more registers).
+template <typename T, int kN, bool kResidual, WeightKind kW, int kMaxThreads = kReloadMaxThreads>
+__global__ void __launch_bounds__(kMaxThreads, kReloadMinBlocksFor<kMaxThreads>)
     RmsNormReloadKernel(const __grid_constant__ KernelParams p) {
   constexpr int kV = kVecElems<T>;
   constexpr int kWV = kWeightVecs<T, kW>;

@@ -359,14 +359,15 @@ TEST(RmsNormCudaArguments, RefusedOnTheHost) {
 // LeanTwoPassWins), and the options can force it either way.
 TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
   using Lean = cuda::RmsNormOptions::LeanTwoPass;
-  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true).lean);
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 65536, true).lean);
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 16384, false).lean);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true).lean);   // reload (v9)
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, false).lean);  // 16-bit plain
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 5120, 65536, true).lean);
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1024, true).lean);  // too few rows
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 4096, true).lean);  // too few rows
   cuda::RmsNormOptions off;
   off.lean_two_pass = Lean::kOff;
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true, off).lean);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 65536, true, off).lean);
   cuda::RmsNormOptions on;
   on.lean_two_pass = Lean::kOn;
   const cuda::KernelShape forced = cuda::ChooseKernelShape(DType::kBFloat16, 3000, 7, false, on);
@@ -377,8 +378,9 @@ TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
 
 // The automatic choice takes the reload kernel only where it was measured faster (see ReloadWins):
 // plain 16-bit rows of H 1024 to 16384 from 1024 rows (two vectors per thread), plain fp32 rows at
-// the H and row counts where they won, 16-bit rows of 16384 with a residual; the options force it
-// (where the row fits 1024 threads of two vectors) or forbid it.
+// the H and row counts where they won, rows with a residual at the H and row counts where they won
+// (one or two vectors per thread, see ReloadVectorsFor); the options force it (where the row fits
+// 1024 threads of two vectors) or forbid it.
 TEST(RmsNormCudaArguments, ReloadChoice) {
   using Reload = cuda::RmsNormOptions::Reload;
   const cuda::KernelShape bf16 = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 65536, false);
@@ -399,7 +401,24 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 4096, false).reload);  // lean
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 1024, 1024, false).reload);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 16384, 65536, false).reload);
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true).reload);  // residual
+  // With a residual: one vector per thread at H 1024, 3000 (from 4096 rows) and 4096; two at 3000
+  // below 4096 rows, 5120, 7168, 8192; only from 4096 rows but at H 3000 and 16384.
+  const cuda::KernelShape fused_one = cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true);
+  EXPECT_TRUE(fused_one.reload);
+  EXPECT_EQ(fused_one.vectors_per_thread, 1);
+  EXPECT_EQ(fused_one.threads_per_row, 512);
+  const cuda::KernelShape fused_two = cuda::ChooseKernelShape(DType::kFloat16, 7168, 4096, true);
+  EXPECT_TRUE(fused_two.reload);
+  EXPECT_EQ(fused_two.vectors_per_thread, 2);
+  EXPECT_EQ(fused_two.threads_per_block, 448);  // the variant given 40 registers (<= 512 threads)
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 3000, 1024, true).vectors_per_thread, 2);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 3000, 4096, true).vectors_per_thread, 1);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1024, true).reload);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 2048, true).reload);
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 1024, 1024, true).reload);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 4096, 4096, true).vectors_per_thread, 2);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 4096, 1024, true).reload);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 5120, 65536, true).reload);
   // 16-bit rows of 16384 with a residual: 1024 threads of two vectors instead of the staged kernel.
   const cuda::KernelShape fused_wide = cuda::ChooseKernelShape(DType::kBFloat16, 16384, 4096, true);
   EXPECT_TRUE(fused_wide.reload);
@@ -416,8 +435,9 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   on.reload = Reload::kOn;
   const cuda::KernelShape fused = cuda::ChooseKernelShape(DType::kBFloat16, 3000, 7, true, on);
   EXPECT_TRUE(fused.reload);
-  EXPECT_EQ(fused.vectors_per_thread, 1);  // one with a residual
-  EXPECT_EQ(fused.threads_per_row, 384);   // 375 vectors in whole warps
+  EXPECT_EQ(fused.vectors_per_thread, 2);  // the automatic count: two at H 3000 below 4096 rows
+  EXPECT_EQ(fused.threads_per_row, 192);   // 375 vectors in whole warps
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 2048, 7, true, on).vectors_per_thread, 1);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 7, true, on).vectors_per_thread, 2);
   on.vectors_per_thread = 1;
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8192, 7, false, on).threads_per_row, 1024);

@@ -294,15 +294,15 @@ TEST(RmsNormCudaReload, MatchesReference) {
   }
 }
 
-// Every variant of the reload kernel (dtype x vectors per thread x residual x weight dtype) at few
-// rows: several rows per block (H 1024), idle threads (3000), 1024-thread blocks (16384), in place
-// or not. Small enough for compute-sanitizer's memcheck and racecheck (bench/cuda/run_h200.sh,
-// step sanitizer).
+// Every variant of the reload kernel (dtype x vectors per thread x residual x weight dtype, and
+// for two vectors with a residual both register caps) at few rows: several rows per block (H
+// 1024), idle threads (3000), 1024-thread blocks (8192 of fp32, 16384), in place or not. Small
+// enough for compute-sanitizer's memcheck and racecheck (bench/cuda/run_h200.sh, step sanitizer).
 TEST(RmsNormCudaReload, EveryVariantAtFewRows) {
   NORMD_REQUIRE_DEVICE();
   Random rng(ProcessSeed() ^ 0xEEEE);
   for (const DType dtype : kDTypes) {
-    for (const int64_t hidden : {1024, 3000, 16384}) {
+    for (const int64_t hidden : {1024, 3000, 8192, 16384}) {
       const Inputs inputs(dtype, hidden, 5, rng);
       for (const int n : {1, 2}) {
         if (hidden / (16 / static_cast<int64_t>(ItemSize(dtype))) > 1024 * n) continue;
