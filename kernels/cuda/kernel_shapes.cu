@@ -131,10 +131,15 @@ bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   return hidden == 1024 || hidden == 3000;
 }
 
-// The reload kernel's vectors per thread unless overridden (ReloadShape takes two where one would
-// need more than 1024 threads): two for plain rows; with a residual two where they measured faster
-// than one (v9: 16-bit H 5120, 7168, 8192, and 3000 below 4096 rows; fp32 H 4096), else one.
+// The reload kernel's vectors per thread unless overridden (ReloadShape doubles them where the row
+// would need more than 1024 threads): for plain rows two, but four for 16-bit H 16384 (0.97-0.99
+// of the time of 1024 threads of two, call wide) and H 7168 from 4096 rows (0.99; at 1024 rows
+// 1.03); with a residual two where they measured faster than one (v9: 16-bit H 5120, 7168, 8192,
+// and 3000 below 4096 rows; fp32 H 4096), else one.
 int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
+  if (!residual && dtype != DType::kFloat32) {
+    return hidden == 16384 || (hidden == 7168 && rows >= 4096) ? 4 : 2;
+  }
   if (!residual) return 2;
   if (dtype == DType::kFloat32) return hidden == 4096 ? 2 : 1;
   if (hidden == 3000) return rows < 4096 ? 2 : 1;
@@ -142,20 +147,22 @@ int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 }
 
 // The reload kernel's shape for rows of `vectors` 16-byte vectors: `vectors_per_thread` (0:
-// `automatic_vectors`, two where that would need more than 1024 threads) in groups of the fewest
-// whole warps (or a power of two up to 32) that hold them, or of `threads_per_row` (0:
-// automatic); threads_per_row == 0 where the row does not fit 1024 threads of two vectors or the
-// overrides cannot hold it.
-KernelShape ReloadShape(int64_t vectors, int automatic_vectors, int vectors_per_thread,
-                        int threads_per_row) {
+// `automatic_vectors`, doubled while that would need more than 1024 threads) in groups of the
+// fewest whole warps (or a power of two up to 32) that hold them, or of `threads_per_row` (0:
+// automatic); threads_per_row == 0 where the row does not fit 1024 threads of two vectors (four
+// without a residual) or the overrides cannot hold it.
+KernelShape ReloadShape(int64_t vectors, bool residual, int automatic_vectors,
+                        int vectors_per_thread, int threads_per_row) {
   KernelShape shape;
   int64_t n = vectors_per_thread != 0 ? vectors_per_thread : automatic_vectors;
   if (vectors_per_thread == 0 && threads_per_row != 0) {
     n = CeilDiv(vectors, threads_per_row);  // the fewest vectors that the given threads hold
-  } else if (vectors_per_thread == 0 && CeilDiv(vectors, n) > internal::kReloadMaxThreads) {
-    n = 2;
+    if (n == 3) n = 4;
+  } else if (vectors_per_thread == 0) {
+    while (CeilDiv(vectors, n) > internal::kReloadMaxThreads) n *= 2;
   }
-  if (n < 1 || n > internal::kReloadMaxVectors) return shape;
+  if (n != 1 && n != 2 && n != 4) return shape;
+  if (n == 4 && residual) return shape;
   const int64_t g = threads_per_row != 0 ? threads_per_row : GroupThreadsFor(CeilDiv(vectors, n));
   if (g > internal::kReloadMaxThreads || !WholeGroup(g) || g * n < vectors) return shape;
   return GroupShape(g, n, /*reload=*/true);
@@ -173,8 +180,9 @@ KernelShape ChosenReloadShape(DType dtype, int64_t hidden, int64_t rows, bool re
   if (!chosen || hidden > kRegisterMaxHidden || options.two_pass || options.cluster_ctas > 1) {
     return KernelShape{};
   }
-  return ReloadShape(VectorsPerRow(dtype, hidden), ReloadVectorsFor(dtype, hidden, rows, residual),
-                     options.vectors_per_thread, options.threads_per_row);
+  return ReloadShape(VectorsPerRow(dtype, hidden), residual,
+                     ReloadVectorsFor(dtype, hidden, rows, residual), options.vectors_per_thread,
+                     options.threads_per_row);
 }
 
 // The cluster size for a launch: 1 for none, 0 for an invalid override. Under the automatic choice

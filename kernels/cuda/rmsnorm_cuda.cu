@@ -96,7 +96,7 @@ void (*RowKernelFor(int vectors_per_thread))(KernelParams) {
 }
 
 // Two vectors with a residual in blocks of up to 512 threads take the variant given 40 registers
-// (kReloadRoomyThreads): under 32 that one spilled.
+// (kReloadRoomyThreads): under 32 that one spilled; four vectors (plain rows) the one given 64.
 template <typename T, bool kResidual, internal::WeightKind kW>
 void (*ReloadKernelFor(int vectors_per_thread, int block_threads))(KernelParams) {
   switch (vectors_per_thread) {
@@ -105,10 +105,17 @@ void (*ReloadKernelFor(int vectors_per_thread, int block_threads))(KernelParams)
     case 2:
       if constexpr (kResidual) {
         if (block_threads <= internal::kReloadRoomyThreads) {
-          return internal::RmsNormReloadKernel<T, 2, true, kW, internal::kReloadRoomyThreads>;
+          return internal::RmsNormReloadKernel<T, 2, true, kW, internal::kReloadRoomyThreads,
+                                               internal::kReloadRoomyMinBlocks>;
         }
       }
       return internal::RmsNormReloadKernel<T, 2, kResidual, kW>;
+    case 4:
+      if constexpr (!kResidual) {
+        return internal::RmsNormReloadKernel<T, 4, false, kW, internal::kReloadMaxThreads,
+                                             internal::kReloadWideMinBlocks>;
+      }
+      return nullptr;
     default:
       return nullptr;
   }

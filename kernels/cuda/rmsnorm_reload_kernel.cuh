@@ -32,18 +32,15 @@ namespace normd::cuda::internal {
 // kernel at 32 registers.
 inline constexpr int kReloadMaxThreads = 1024;
 inline constexpr int kReloadMinBlocks = 2;
-// Vectors per thread it is built for: 4 spilled under 32 registers.
-inline constexpr int kReloadMaxVectors = 2;
 // Two vectors of a row and two of its residual per thread need 40 registers (under 32 they spilled
 // 12-24 bytes): that variant is also built for blocks of up to 512 threads, three per
 // multiprocessor, which lets ptxas use 40 (a multiprocessor still holds 1536 threads or more).
 inline constexpr int kReloadRoomyThreads = 512;
 inline constexpr int kReloadRoomyMinBlocks = 3;
-
-// The minimum blocks per multiprocessor the variant for blocks of up to kMaxThreads is built for.
-template <int kMaxThreads>
-inline constexpr int kReloadMinBlocksFor =
-    kMaxThreads == kReloadRoomyThreads ? kReloadRoomyMinBlocks : kReloadMinBlocks;
+// Four vectors per thread (rows without a residual only): one block of up to 1024 threads per
+// multiprocessor, 48-56 registers (under 32 they spilled 60 bytes, under 40 16); the layout
+// Inductor generates for fp32 rows of 16384 (1024 threads of four vectors).
+inline constexpr int kReloadWideMinBlocks = 1;
 
 // h for one vector of the row: x, or x + r unrounded with a residual, from the raw vectors.
 template <typename T, bool kResidual>
@@ -58,12 +55,15 @@ __device__ __forceinline__ void RowVecValues(const uint4& xraw, const uint4& rra
   }
 }
 
-// kN: vectors per thread (1 or 2); kResidual: the segment carries a residual (known on the host:
-// one segment); kW: see WeightKind; kMaxThreads: the largest block it is launched with
-// (kReloadMaxThreads, or kReloadRoomyThreads for the variant given more registers).
-template <typename T, int kN, bool kResidual, WeightKind kW, int kMaxThreads = kReloadMaxThreads>
-__global__ void __launch_bounds__(kMaxThreads, kReloadMinBlocksFor<kMaxThreads>)
+// kN: vectors per thread (1, 2, or 4 without a residual); kResidual: the segment carries a residual
+// (known on the host: one segment); kW: see WeightKind; kMaxThreads and kMinBlocks: the largest
+// block it is launched with and the blocks per multiprocessor it is built for, which set its
+// register cap (32 by default; see kReloadRoomyThreads and kReloadWideMinBlocks).
+template <typename T, int kN, bool kResidual, WeightKind kW, int kMaxThreads = kReloadMaxThreads,
+          int kMinBlocks = kReloadMinBlocks>
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
     RmsNormReloadKernel(const __grid_constant__ KernelParams p) {
+  static_assert(kN != 4 || !kResidual, "four vectors per thread: rows without a residual only");
   constexpr int kV = kVecElems<T>;
   constexpr int kWV = kWeightVecs<T, kW>;
   __shared__ float warp_sums[kReloadMaxThreads / 32];

@@ -383,13 +383,17 @@ TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
 // 1024 threads of two vectors) or forbid it.
 TEST(RmsNormCudaArguments, ReloadChoice) {
   using Reload = cuda::RmsNormOptions::Reload;
-  const cuda::KernelShape bf16 = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 65536, false);
+  const cuda::KernelShape bf16 = cuda::ChooseKernelShape(DType::kBFloat16, 5120, 65536, false);
   EXPECT_TRUE(bf16.reload);
   EXPECT_EQ(bf16.vectors_per_thread, 2);
-  EXPECT_EQ(bf16.threads_per_row, 448);  // 896 vectors
+  EXPECT_EQ(bf16.threads_per_row, 320);  // 640 vectors
+  // Four vectors per thread for 16-bit H 16384, and H 7168 from 4096 rows.
   const cuda::KernelShape wide = cuda::ChooseKernelShape(DType::kFloat16, 16384, 1024, false);
   EXPECT_TRUE(wide.reload);
-  EXPECT_EQ(wide.threads_per_block, 1024);
+  EXPECT_EQ(wide.vectors_per_thread, 4);
+  EXPECT_EQ(wide.threads_per_block, 512);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 4096, false).threads_per_row, 224);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1024, false).threads_per_row, 448);
   const cuda::KernelShape narrow = cuda::ChooseKernelShape(DType::kBFloat16, 1024, 4096, false);
   EXPECT_TRUE(narrow.reload);
   EXPECT_EQ(narrow.threads_per_row, 64);
@@ -441,9 +445,17 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 7, true, on).vectors_per_thread, 2);
   on.vectors_per_thread = 1;
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8192, 7, false, on).threads_per_row, 1024);
-  // fp32 H 16384 (4096 vectors) does not fit: the kernel it would have been, the staged one here.
+  // fp32 H 16384 (4096 vectors): four vectors per thread without a residual; with one it does not
+  // fit, and the kernel it would have been runs (the staged one here).
   on.vectors_per_thread = 0;
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 16384, 7, false, on).reload);
+  const cuda::KernelShape fp32_wide = cuda::ChooseKernelShape(DType::kFloat32, 16384, 7, false, on);
+  EXPECT_TRUE(fp32_wide.reload);
+  EXPECT_EQ(fp32_wide.vectors_per_thread, 4);
+  EXPECT_EQ(fp32_wide.threads_per_block, 1024);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 16384, 7, true, on).reload);
+  on.vectors_per_thread = 4;
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 7, true, on).reload);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 7, false, on).threads_per_row, 128);
 }
 
 // The automatic choice splits each row over a cluster of CTAs only for rows that move >= 96 KB
