@@ -114,11 +114,14 @@ bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 // time at 1024 rows, 0.97-0.99 from 4096), and from 4096 rows H 1024 and 4096 (0.97-1.00 of the
 // lean kernel's), H 5120 (0.97-0.99 of the register kernel's), 7168 and 8192 (0.97-0.99 of the
 // lean kernel's); fp32 H 1024 (0.91 at 1024 rows, 0.98-1.00 from 4096) and H 4096 from 4096 rows
-// (0.97-0.99). At 1024 rows of 16-bit H 1024, 4096, 5120, 7168, 8192 it lost 1-8%.
+// (0.97-0.99). At 1024 rows of 16-bit H 1024, 4096, 5120, 7168, 8192 it lost 1-8%. Call
+// wide_fused, four vectors per thread with a residual: fp32 H 16384 at 1024 and 4096 rows (0.95-0.97
+// of the register kernel's time; not timed from 16384 rows) and H 8192 at 1024 rows (0.98).
 bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (rows < 1024 || hidden < 1024 || hidden > kRegisterMaxHidden) return false;
   if (residual && dtype == DType::kFloat32) {
-    return hidden == 1024 || (hidden == 4096 && rows >= 4096);
+    return hidden == 1024 || (hidden == 4096 && rows >= 4096) || (hidden == 8192 && rows < 4096) ||
+           (hidden == 16384 && rows < 16384);
   }
   if (residual) {
     return hidden == 3000 || hidden == kRegisterMaxHidden ||
@@ -135,13 +138,15 @@ bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 // would need more than 1024 threads): for plain rows two, but four for 16-bit H 16384 (0.97-0.99
 // of the time of 1024 threads of two, call wide) and H 7168 from 4096 rows (0.99; at 1024 rows
 // 1.03); with a residual two where they measured faster than one (v9: 16-bit H 5120, 7168, 8192,
-// and 3000 below 4096 rows; fp32 H 4096), else one.
+// and 3000 below 4096 rows; fp32 H 4096), four at H 16384 (16-bit: 0.98-0.99 of 1024 threads of
+// two, call wide_fused) and fp32 H 8192, else one.
 int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (!residual && dtype != DType::kFloat32) {
     return hidden == 16384 || (hidden == 7168 && rows >= 4096) ? 4 : 2;
   }
   if (!residual) return 2;
-  if (dtype == DType::kFloat32) return hidden == 4096 ? 2 : 1;
+  if (hidden == 16384) return 4;
+  if (dtype == DType::kFloat32) return hidden == 8192 ? 4 : hidden == 4096 ? 2 : 1;
   if (hidden == 3000) return rows < 4096 ? 2 : 1;
   return hidden == 5120 || hidden == 7168 || hidden == 8192 ? 2 : 1;
 }
@@ -162,7 +167,6 @@ KernelShape ReloadShape(int64_t vectors, bool residual, int automatic_vectors,
     while (CeilDiv(vectors, n) > internal::kReloadMaxThreads) n *= 2;
   }
   if (n != 1 && n != 2 && n != 4) return shape;
-  if (n == 4 && residual) return shape;
   const int64_t g = threads_per_row != 0 ? threads_per_row : GroupThreadsFor(CeilDiv(vectors, n));
   if (g > internal::kReloadMaxThreads || !WholeGroup(g) || g * n < vectors) return shape;
   return GroupShape(g, n, /*reload=*/true);

@@ -111,11 +111,8 @@ void (*ReloadKernelFor(int vectors_per_thread, int block_threads))(KernelParams)
       }
       return internal::RmsNormReloadKernel<T, 2, kResidual, kW>;
     case 4:
-      if constexpr (!kResidual) {
-        return internal::RmsNormReloadKernel<T, 4, false, kW, internal::kReloadMaxThreads,
-                                             internal::kReloadWideMinBlocks>;
-      }
-      return nullptr;
+      return internal::RmsNormReloadKernel<T, 4, kResidual, kW, internal::kReloadMaxThreads,
+                                           internal::kReloadWideMinBlocks>;
     default:
       return nullptr;
   }

@@ -63,7 +63,6 @@ template <typename T, int kN, bool kResidual, WeightKind kW, int kMaxThreads = k
           int kMinBlocks = kReloadMinBlocks>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
     RmsNormReloadKernel(const __grid_constant__ KernelParams p) {
-  static_assert(kN != 4 || !kResidual, "four vectors per thread: rows without a residual only");
   constexpr int kV = kVecElems<T>;
   constexpr int kWV = kWeightVecs<T, kW>;
   __shared__ float warp_sums[kReloadMaxThreads / 32];

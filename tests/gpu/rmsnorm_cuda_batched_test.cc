@@ -423,10 +423,15 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 4096, 4096, true).vectors_per_thread, 2);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 4096, 1024, true).reload);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 5120, 65536, true).reload);
-  // 16-bit rows of 16384 with a residual: 1024 threads of two vectors instead of the staged kernel.
+  // Rows of 16384 with a residual: 512 threads of four vectors instead of the staged kernel (16-bit)
+  // or the register kernel (fp32, up to 4096 rows: 1024 threads of four).
   const cuda::KernelShape fused_wide = cuda::ChooseKernelShape(DType::kBFloat16, 16384, 4096, true);
   EXPECT_TRUE(fused_wide.reload);
-  EXPECT_EQ(fused_wide.threads_per_row, 1024);
+  EXPECT_EQ(fused_wide.threads_per_row, 512);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 16384, 4096, true).threads_per_row, 1024);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 16384, 16384, true).reload);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 8192, 1024, true).threads_per_row, 512);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 8192, 4096, true).reload);
   EXPECT_EQ(cuda::ChooseStagedShape(DType::kBFloat16, 16384, 4096, true).rows_per_tile, 0);
   EXPECT_GT(cuda::ChooseStagedShape(DType::kFloat32, 16384, 4096, false).rows_per_tile, 0);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1000, false).reload);  // few rows
@@ -442,20 +447,19 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_EQ(fused.vectors_per_thread, 2);  // the automatic count: two at H 3000 below 4096 rows
   EXPECT_EQ(fused.threads_per_row, 192);   // 375 vectors in whole warps
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 2048, 7, true, on).vectors_per_thread, 1);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 7, true, on).vectors_per_thread, 2);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 7, true, on).vectors_per_thread, 4);
   on.vectors_per_thread = 1;
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8192, 7, false, on).threads_per_row, 1024);
-  // fp32 H 16384 (4096 vectors): four vectors per thread without a residual; with one it does not
-  // fit, and the kernel it would have been runs (the staged one here).
+  // fp32 H 16384 (4096 vectors): four vectors per thread.
   on.vectors_per_thread = 0;
-  const cuda::KernelShape fp32_wide = cuda::ChooseKernelShape(DType::kFloat32, 16384, 7, false, on);
+  const cuda::KernelShape fp32_wide = cuda::ChooseKernelShape(DType::kFloat32, 16384, 7, true, on);
   EXPECT_TRUE(fp32_wide.reload);
   EXPECT_EQ(fp32_wide.vectors_per_thread, 4);
   EXPECT_EQ(fp32_wide.threads_per_block, 1024);
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 16384, 7, true, on).reload);
   on.vectors_per_thread = 4;
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 7, true, on).reload);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 7, false, on).threads_per_row, 128);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 7, true, on).threads_per_row, 128);
+  on.vectors_per_thread = 8;
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 4096, 7, false, on).reload);
 }
 
 // The automatic choice splits each row over a cluster of CTAs only for rows that move >= 96 KB

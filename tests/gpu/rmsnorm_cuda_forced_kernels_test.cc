@@ -259,8 +259,8 @@ cuda::RmsNormOptions Reload(int vectors_per_thread) {
 }
 
 // The reload kernel (the row read twice, the second time from L1), forced with 1 and 2 vectors per
-// thread in turn (at least what fits the row in 1024 threads: 4 for fp32 rows of 16384, which it
-// takes without a residual only), and with 4 at H 8192: H (one vector and 1024: several rows per
+// thread in turn (at least what fits the row in 1024 threads: 4 for fp32 rows of 16384), and with 4
+// at H 8192: H (one vector and 1024: several rows per
 // warp or block; idle threads at 3000 and 5120; up to 16384, 1024-thread blocks) x rows x dtype x
 // weight dtype x residual x weight_offset, and in place.
 TEST(RmsNormCudaReload, MatchesReference) {
@@ -282,9 +282,7 @@ TEST(RmsNormCudaReload, MatchesReference) {
                                  [&](int64_t rows, bool residual, const std::string& what) {
                                    const cuda::KernelShape shape = cuda::ChooseKernelShape(
                                        dtype, hidden, rows, residual, Reload(count));
-                                   const bool takes = count != 4 || !residual;
-                                   EXPECT_EQ(shape.reload, takes) << what;
-                                   EXPECT_TRUE(!takes || shape.vectors_per_thread == count)
+                                   EXPECT_TRUE(shape.reload && shape.vectors_per_thread == count)
                                        << what;
                                    return shape.reload;
                                  });
@@ -294,17 +292,15 @@ TEST(RmsNormCudaReload, MatchesReference) {
             std::string(DTypeName(dtype)) + label + " in place H=" + std::to_string(hidden);
         SCOPED_TRACE(what);
         const Inputs inputs(dtype, hidden, 301, rng);
-        const bool residual = count != 4;
-        ASSERT_EQ(RunAndCheck(inputs, DType::kFloat32, residual, true, 0.0f, Reload(count), rng,
-                              what),
+        ASSERT_EQ(RunAndCheck(inputs, DType::kFloat32, true, true, 0.0f, Reload(count), rng, what),
                   0);
       }
     }
   }
 }
 
-// Every variant of the reload kernel (dtype x vectors per thread (four without a residual only) x
-// residual x weight dtype, and for two vectors with a residual both register caps) at few rows: several rows per block (H
+// Every variant of the reload kernel (dtype x vectors per thread (1, 2, 4) x residual x weight
+// dtype, and for two vectors with a residual both register caps) at few rows: several rows per block (H
 // 1024), idle threads (3000), 1024-thread blocks (8192 of fp32, 16384), in place or not. Small
 // enough for compute-sanitizer's memcheck and racecheck (bench/cuda/run_h200.sh, step sanitizer).
 TEST(RmsNormCudaReload, EveryVariantAtFewRows) {
@@ -317,7 +313,6 @@ TEST(RmsNormCudaReload, EveryVariantAtFewRows) {
         if (hidden / (16 / static_cast<int64_t>(ItemSize(dtype))) > 1024 * n) continue;
         for (const DType weight_dtype : {dtype, DType::kFloat32}) {
           for (const bool residual : {false, true}) {
-            if (n == 4 && residual) continue;  // rows without a residual only
             for (const bool in_place : {false, true}) {
               const std::string what =
                   std::string(DTypeName(dtype)) + " reload x" + std::to_string(n) +
