@@ -76,15 +76,15 @@ struct RmsNormOptions {
   // copies the row's weight into shared memory (cp.async) while its rows load, so that the read
   // after the reduction does not wait on L2. Off only for A/B benchmarks.
   bool weights_through_shared = true;
-  // Whether to run the reload kernel (RmsNormReloadKernel: G threads per row, one or two 16-byte
-  // vectors each, the row read twice, the second time from L1; at most 32 registers, so that a
-  // multiprocessor holds 2048 threads; blocks of up to 1024 threads). kAuto takes it for
-  // single-segment launches of the shapes where it measured faster than the register kernel on
-  // the H200 (ReloadWins in kernel_shapes.cu, docs/KERNELS.md "v8"); kOn forces it where a row fits
-  // 1024 threads of two vectors (H <= 16384 for 16-bit types, 8192 for fp32), with
-  // vectors_per_thread (1 or 2) and threads_per_row (up to 1024) as the other overrides it takes;
-  // batched launches, unaligned pointers and rows it cannot hold get the kernel that would have run
-  // without it.
+  // Whether to run the reload kernel (RmsNormReloadKernel: G threads per row, one, two or four
+  // 16-byte vectors each, the row read twice, the second time from L1; 32 registers for one or two
+  // vectors, so that a multiprocessor holds 2048 threads, more for two with a residual and for
+  // four; blocks of up to 1024 threads). kAuto takes it for single-segment launches of the shapes
+  // where it measured faster than the other kernels on the H200 (ReloadWins and ReloadVectorsFor
+  // in kernel_shapes.cu, docs/KERNELS.md "v8" and "v9"); kOn forces it where a row fits 1024
+  // threads of four vectors (H <= 16384), with vectors_per_thread (1, 2 or 4) and threads_per_row
+  // (up to 1024) as the other overrides it takes; batched launches, unaligned pointers and rows it
+  // cannot hold get the kernel that would have run without it.
   enum class Reload { kAuto, kOff, kOn };
   Reload reload = Reload::kAuto;
 };

@@ -4,11 +4,12 @@
 // G threads own a row, thread t its kN 16-byte vectors t, t + G, ..., as in RmsNormRowKernel; but
 // instead of holding them across the reduction, the first pass sums their squares and drops them
 // (the loads marked to be kept in L1 and L2), and the second pass loads them again, from L1, for
-// the output. At most 32 registers (40 in the variant for two vectors with a residual in blocks
-// of up to 512 threads), so a multiprocessor holds 2048 threads (1536 or more) against the register
-// kernel's 512 or 1024: what v6 found behind torch.compile's speed at large shapes (occupancy, few
-// instructions per byte), and the layout of the kernel Inductor generates for 16-bit rows (one or
-// two vectors per thread, all of them loaded before any is used), with the vectors per thread
+// the output. At most 32 registers for one or two vectors per thread (40 in the variant for two
+// with a residual in blocks of up to 512 threads), so a multiprocessor holds 2048 threads (1536 or
+// more) against the register kernel's 512 or 1024: what v6 found behind torch.compile's speed at
+// large shapes (occupancy, few instructions per byte), and the layout of the kernel Inductor
+// generates (one, two or four vectors per thread, all of them loaded before any is used; four in
+// a variant of up to 64 registers, one block per multiprocessor), with the vectors per thread
 // fixed at compile time (the lean kernel loops over a row in 512-thread strides with 64-bit
 // counters, one vector per iteration in its second pass, and leaves threads idle where H is not a
 // multiple of 512 vectors).
@@ -37,9 +38,9 @@ inline constexpr int kReloadMinBlocks = 2;
 // multiprocessor, which lets ptxas use 40 (a multiprocessor still holds 1536 threads or more).
 inline constexpr int kReloadRoomyThreads = 512;
 inline constexpr int kReloadRoomyMinBlocks = 3;
-// Four vectors per thread (rows without a residual only): one block of up to 1024 threads per
-// multiprocessor, 48-56 registers (under 32 they spilled 60 bytes, under 40 16); the layout
-// Inductor generates for fp32 rows of 16384 (1024 threads of four vectors).
+// Four vectors per thread: one block of up to 1024 threads per multiprocessor, 48-56 registers
+// for plain rows and 63-64 with a residual (under 32 plain rows spilled 60 bytes, under 40 16); the
+// layout Inductor generates for fp32 rows of 16384 (1024 threads of four vectors).
 inline constexpr int kReloadWideMinBlocks = 1;
 
 // h for one vector of the row: x, or x + r unrounded with a residual, from the raw vectors.
@@ -55,7 +56,7 @@ __device__ __forceinline__ void RowVecValues(const uint4& xraw, const uint4& rra
   }
 }
 
-// kN: vectors per thread (1, 2, or 4 without a residual); kResidual: the segment carries a residual
+// kN: vectors per thread (1, 2 or 4); kResidual: the segment carries a residual
 // (known on the host: one segment); kW: see WeightKind; kMaxThreads and kMinBlocks: the largest
 // block it is launched with and the blocks per multiprocessor it is built for, which set its
 // register cap (32 by default; see kReloadRoomyThreads and kReloadWideMinBlocks).
@@ -73,7 +74,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   const int group = one_row_per_block ? 0 : static_cast<int>(threadIdx.x) / G;
   const int t = static_cast<int>(threadIdx.x) - group * G;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * p.rows_per_block + group;
-  // Vectors per row: at most 2048 (the shape's bound), so 32-bit offsets within a row.
+  // Vectors per row: at most 4096 (1024 threads of four), so 32-bit offsets within a row.
   const int nv = static_cast<int>(p.hidden / kV);
   const bool active = row < seg.rows;
   const int64_t row_base = active ? row * nv : 0;
