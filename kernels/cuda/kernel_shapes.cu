@@ -154,10 +154,10 @@ int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 // The reload kernel's shape for rows of `vectors` 16-byte vectors: `vectors_per_thread` (0:
 // `automatic_vectors`, doubled while that would need more than 1024 threads) in groups of the
 // fewest whole warps (or a power of two up to 32) that hold them, or of `threads_per_row` (0:
-// automatic); threads_per_row == 0 where the row does not fit 1024 threads of two vectors (four
-// without a residual) or the overrides cannot hold it.
-KernelShape ReloadShape(int64_t vectors, bool residual, int automatic_vectors,
-                        int vectors_per_thread, int threads_per_row) {
+// automatic); threads_per_row == 0 where the row does not fit 1024 threads of four vectors or the
+// overrides cannot hold it.
+KernelShape ReloadShape(int64_t vectors, int automatic_vectors, int vectors_per_thread,
+                        int threads_per_row) {
   KernelShape shape;
   int64_t n = vectors_per_thread != 0 ? vectors_per_thread : automatic_vectors;
   if (vectors_per_thread == 0 && threads_per_row != 0) {
@@ -184,9 +184,8 @@ KernelShape ChosenReloadShape(DType dtype, int64_t hidden, int64_t rows, bool re
   if (!chosen || hidden > kRegisterMaxHidden || options.two_pass || options.cluster_ctas > 1) {
     return KernelShape{};
   }
-  return ReloadShape(VectorsPerRow(dtype, hidden), residual,
-                     ReloadVectorsFor(dtype, hidden, rows, residual), options.vectors_per_thread,
-                     options.threads_per_row);
+  return ReloadShape(VectorsPerRow(dtype, hidden), ReloadVectorsFor(dtype, hidden, rows, residual),
+                     options.vectors_per_thread, options.threads_per_row);
 }
 
 // The cluster size for a launch: 1 for none, 0 for an invalid override. Under the automatic choice

@@ -96,7 +96,8 @@ void (*RowKernelFor(int vectors_per_thread))(KernelParams) {
 }
 
 // Two vectors with a residual in blocks of up to 512 threads take the variant given 40 registers
-// (kReloadRoomyThreads): under 32 that one spilled; four vectors (plain rows) the one given 64.
+// (kReloadRoomyThreads): under 32 that one spilled; four vectors the one of one block per
+// multiprocessor (kReloadWideMinBlocks), up to 64.
 template <typename T, bool kResidual, internal::WeightKind kW>
 void (*ReloadKernelFor(int vectors_per_thread, int block_threads))(KernelParams) {
   switch (vectors_per_thread) {
