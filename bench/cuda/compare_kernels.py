@@ -70,6 +70,28 @@ def triton_rmsnorm(x, w, y, r=None, ro=None):
                               num_warps=warps)
 
 
+def load_ours(lib_path):
+    """normd's kernels through ctypes (normd_cuda_rmsnorm): a function of (x, w, y, r, ro, stream,
+    pdl) that normalizes x (+ r) into y (and ro) on the CUDA stream handle given, with weights of
+    w's dtype and weight_offset 0."""
+    lib = ctypes.CDLL(os.path.abspath(lib_path))
+    fn = lib.normd_cuda_rmsnorm
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_float,
+                   ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
+    codes = {v[0]: v[1] for v in DTYPES.values()}
+
+    def ours(x, w, y, r, ro, stream, pdl):
+        err = fn(codes[x.dtype], x.shape[1], x.shape[0], x.data_ptr(), y.data_ptr(),
+                 r.data_ptr() if r is not None else None, ro.data_ptr() if ro is not None else None,
+                 w.data_ptr(), codes[w.dtype], EPS, 0.0, stream, pdl)
+        if err != 0:
+            raise RuntimeError(f"normd_cuda_rmsnorm returned {err}")
+
+    return ours
+
+
 def eager_plain(x, w):
     xf = x.float()
     var = xf.pow(2).mean(-1, keepdim=True)
@@ -93,12 +115,7 @@ def main():
     ap.add_argument("--csv", default="")
     args = ap.parse_args()
 
-    lib = ctypes.CDLL(os.path.abspath(args.lib))
-    fn = lib.normd_cuda_rmsnorm
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
-                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_float,
-                   ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
+    ours = load_ours(args.lib)
 
     for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
                  "accumulated_cache_size_limit"):
@@ -116,15 +133,6 @@ def main():
     del buf, dst
     print(f"# {dev.name}, torch {torch.__version__}, triton {triton.__version__}; "
           f"torch device copy {copy_tbs:.3f} TB/s", flush=True)
-
-    def ours(x, w, y, r, ro, wcode, stream, pdl):
-        err = fn(DTYPES_CODE[x.dtype], x.shape[1], x.shape[0], x.data_ptr(), y.data_ptr(),
-                 r.data_ptr() if r is not None else None, ro.data_ptr() if ro is not None else None,
-                 w.data_ptr(), wcode, EPS, 0.0, stream, pdl)
-        if err != 0:
-            raise RuntimeError(f"normd_cuda_rmsnorm returned {err}")
-
-    DTYPES_CODE = {v[0]: v[1] for v in DTYPES.values()}
 
     def time_graph(call):
         s = torch.cuda.Stream()
@@ -181,9 +189,8 @@ def main():
                     ro = torch.empty_like(x) if fused else None
                     stream_of = lambda: torch.cuda.current_stream().cuda_stream
                     small = rows < 1024
-                    wcode = DTYPES_CODE[dt]
                     impls = {
-                        "ours": lambda: ours(x, w, y, r, ro, wcode, stream_of(), 1 if small else 0),
+                        "ours": lambda: ours(x, w, y, r, ro, stream_of(), 1 if small else 0),
                     }
                     if fused:
                         impls["frms"] = lambda: F.rms_norm(x + r, (hidden,), w, EPS)
