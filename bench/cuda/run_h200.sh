@@ -4,6 +4,7 @@
 #   sweep      normd_kernel_bench --sweep on a few shapes (shape tuning) -> sweep.log
 #   bench      normd_kernel_bench over issue 3's grid, CSV            -> bench.csv
 #   compare    compare_kernels.py (PyTorch, torch.compile, Triton)    -> compare.log, compare.csv
+#   times      kernel_times.py at TIMES_SHAPES: do_bench beside each call's kernel time -> kernel_times.txt
 #   staging    normd_staging_bench: packing pinned staging three ways, then upload or zero copy -> staging.log
 #   sanitizer  compute-sanitizer memcheck + racecheck on a reduced test filter -> sanitizer.log
 #   probe      torch.compile's generated kernels at PROBE_SHAPES, and ncu counters of them and of
@@ -46,6 +47,13 @@ if has compare; then
     timeout 200 python3 "$bench_dir/compare_kernels.py" --lib "$root/.gpu/lib/libnormd_cuda_kernels.so" \
       --csv "$OUT/compare2.csv" $COMPARE_ARGS2 2>&1 | tee "$OUT/compare2.log" | tail -40
   fi
+fi
+if has times; then
+  # dtype:mode:ROWSxH; the 1024-row points are where do_bench and kernel time differ most.
+  TIMES_SHAPES=${TIMES_SHAPES:-bf16:plain:1024x1024,bf16:plain:1024x4096,fp32:plain:4096x1024,bf16:plain:65536x4096}
+  stamp times
+  timeout 200 python3 "$bench_dir/kernel_times.py" --lib "$root/.gpu/lib/libnormd_cuda_kernels.so" \
+    --shapes "$TIMES_SHAPES" 2>&1 | tee "$OUT/kernel_times.txt" | tail -20
 fi
 if has staging; then
   stamp staging
