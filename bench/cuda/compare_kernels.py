@@ -104,6 +104,34 @@ def eager_fused(x, r, w):
     return (h * torch.rsqrt(var + EPS) * w.float()).to(x.dtype), h.to(x.dtype)
 
 
+def compiled_formulas():
+    """torch.compile(dynamic=False) of eager_plain and eager_fused, with dynamo's recompile limits
+    raised so that every shape of a run gets its own graph."""
+    for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
+                 "accumulated_cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 100000)
+    return torch.compile(eager_plain, dynamic=False), torch.compile(eager_fused, dynamic=False)
+
+
+def implementations(ours, compiled, x, w, y, r, ro, pdl):
+    """The calls timed at one shape, by name: ours (into y, and ro with a residual; pdl as
+    normd_cuda_rmsnorm takes it) and the anchors. r is None for plain rows; compiled is what
+    compiled_formulas returns."""
+    compiled_plain, compiled_fused = compiled
+    hidden = x.shape[1]
+    impls = {"ours": lambda: ours(x, w, y, r, ro, torch.cuda.current_stream().cuda_stream, pdl)}
+    if r is not None:
+        impls["frms"] = lambda: F.rms_norm(x + r, (hidden,), w, EPS)
+        impls["compile"] = lambda: compiled_fused(x, r, w)
+        impls["triton"] = lambda: triton_rmsnorm(x, w, y, r, ro)
+    else:
+        impls["frms"] = lambda: F.rms_norm(x, (hidden,), w, EPS)
+        impls["compile"] = lambda: compiled_plain(x, w)
+        impls["triton"] = lambda: triton_rmsnorm(x, w, y)
+    return impls
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default=".gpu/lib/libnormd_cuda_kernels.so")
@@ -117,12 +145,7 @@ def main():
 
     ours = load_ours(args.lib)
 
-    for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
-                 "accumulated_cache_size_limit"):
-        if hasattr(torch._dynamo.config, name):
-            setattr(torch._dynamo.config, name, 100000)
-    compiled_plain = torch.compile(eager_plain, dynamic=False)
-    compiled_fused = torch.compile(eager_fused, dynamic=False)
+    compiled = compiled_formulas()
 
     dev = torch.cuda.get_device_properties(0)
     # Device copy ceiling, same run.
@@ -187,19 +210,8 @@ def main():
                     w = torch.rand(hidden, device="cuda", dtype=dt) + 0.5
                     y = torch.empty_like(x)
                     ro = torch.empty_like(x) if fused else None
-                    stream_of = lambda: torch.cuda.current_stream().cuda_stream
                     small = rows < 1024
-                    impls = {
-                        "ours": lambda: ours(x, w, y, r, ro, stream_of(), 1 if small else 0),
-                    }
-                    if fused:
-                        impls["frms"] = lambda: F.rms_norm(x + r, (hidden,), w, EPS)
-                        impls["compile"] = lambda: compiled_fused(x, r, w)
-                        impls["triton"] = lambda: triton_rmsnorm(x, w, y, r, ro)
-                    else:
-                        impls["frms"] = lambda: F.rms_norm(x, (hidden,), w, EPS)
-                        impls["compile"] = lambda: compiled_plain(x, w)
-                        impls["triton"] = lambda: triton_rmsnorm(x, w, y)
+                    impls = implementations(ours, compiled, x, w, y, r, ro, 1 if small else 0)
                     # Correctness of ours against the fp32 eager formula (one check per shape).
                     impls["ours"]()
                     torch.cuda.synchronize()

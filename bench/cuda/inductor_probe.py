@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from compare_kernels import eager_fused, eager_plain
+from compare_kernels import compiled_formulas
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -24,11 +24,7 @@ def main():
     ap.add_argument("--shapes", required=True, help="dtype:mode:ROWSxH, comma separated")
     ap.add_argument("--calls", type=int, default=20)
     args = ap.parse_args()
-    for name in ("recompile_limit", "cache_size_limit"):
-        if hasattr(torch._dynamo.config, name):
-            setattr(torch._dynamo.config, name, 100000)
-    compiled_plain = torch.compile(eager_plain, dynamic=False)
-    compiled_fused = torch.compile(eager_fused, dynamic=False)
+    compiled_plain, compiled_fused = compiled_formulas()
     for spec in args.shapes.split(","):
         dname, mode, dims = spec.split(":")
         rows, hidden = (int(v) for v in dims.split("x"))

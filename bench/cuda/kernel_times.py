@@ -18,11 +18,10 @@ import argparse
 import sys
 
 import torch
-import torch.nn.functional as F
 import triton
 from torch.profiler import ProfilerActivity, profile
 
-from compare_kernels import (DTYPES, EPS, eager_fused, eager_plain, load_ours, triton_rmsnorm)
+from compare_kernels import DTYPES, compiled_formulas, implementations, load_ours
 
 
 def kernel_time_us(call, flush, reps):
@@ -54,11 +53,7 @@ def main():
     ap.add_argument("--reps", type=int, default=50)
     args = ap.parse_args()
     ours = load_ours(args.lib)
-    for name in ("recompile_limit", "cache_size_limit"):
-        if hasattr(torch._dynamo.config, name):
-            setattr(torch._dynamo.config, name, 100000)
-    compiled_plain = torch.compile(eager_plain, dynamic=False)
-    compiled_fused = torch.compile(eager_fused, dynamic=False)
+    compiled = compiled_formulas()
     cache = torch.empty(256 << 20, dtype=torch.int8, device="cuda")  # as do_bench clears L2
     flush = cache.zero_
     print("%-24s %-8s %10s %10s %10s" % ("shape", "impl", "do_bench", "kernel", "outside"))
@@ -73,17 +68,7 @@ def main():
         fused = mode == "fused"
         r = torch.randn_like(x) if fused else None
         ro = torch.empty_like(x) if fused else None
-        stream = lambda: torch.cuda.current_stream().cuda_stream
-        impls = {"ours": lambda: ours(x, w, y, r, ro, stream(), 0)}
-        if fused:
-            impls["frms"] = lambda: F.rms_norm(x + r, (hidden,), w, EPS)
-            impls["compile"] = lambda: compiled_fused(x, r, w)
-            impls["triton"] = lambda: triton_rmsnorm(x, w, y, r, ro)
-        else:
-            impls["frms"] = lambda: F.rms_norm(x, (hidden,), w, EPS)
-            impls["compile"] = lambda: compiled_plain(x, w)
-            impls["triton"] = lambda: triton_rmsnorm(x, w, y)
-        for name, call in impls.items():
+        for name, call in implementations(ours, compiled, x, w, y, r, ro, 0).items():
             bench_us = triton.testing.do_bench(call, warmup=10, rep=60, return_mode="median") * 1e3
             kernel_us = kernel_time_us(call, flush, args.reps)
             print("%-24s %-8s %10.2f %10.2f %10.2f" % (spec, name, bench_us, kernel_us,
