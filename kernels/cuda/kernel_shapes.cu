@@ -94,10 +94,11 @@ bool ValidVectorsPerThread(DType d, int n) {
 // 39 shapes and within 2.5% at the rest. Elsewhere it lost: 16-bit plain rows everywhere (0.7-0.9x
 // the register kernel's speed), H 5120 (a second, mostly idle iteration per pass), H 16384. Other H
 // keep the register kernel: the rule is what was measured, not a model. Since v9 the reload kernel
-// takes the rows with a residual it had here, but fp32 H 3000 (see ReloadWins).
+// takes the rows with a residual it had here, but fp32 H 3000, and since v10 plain fp32 H 8192
+// (see ReloadWins).
 bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (rows < 4096 || dtype != DType::kFloat32) return false;
-  if (!residual) return hidden == 4096 || hidden == 7168 || hidden == 8192;
+  if (!residual) return hidden == 4096 || hidden == 7168;
   return hidden == 3000 && rows >= 16384;
 }
 
@@ -115,8 +116,15 @@ bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 // lean kernel's), H 5120 (0.97-0.99 of the register kernel's), 7168 and 8192 (0.97-0.99 of the
 // lean kernel's); fp32 H 1024 (0.91 at 1024 rows, 0.98-1.00 from 4096) and H 4096 from 4096 rows
 // (0.97-0.99). At 1024 rows of 16-bit H 1024, 4096, 5120, 7168, 8192 it lost 1-8%. Call
-// wide_fused, four vectors per thread with a residual: fp32 H 16384 at 1024 and 4096 rows (0.95-0.97
-// of the register kernel's time; not timed from 16384 rows) and H 8192 at 1024 rows (0.98).
+// wide_fused, four vectors per thread with a residual: fp32 H 16384 at 1024 and 4096 rows
+// (0.95-0.97 of the register kernel's time; not timed from 16384 rows) and H 8192 at 1024 rows
+// (0.98). v10 (calls sweep1 and tight: our variants timed under do_bench beside the anchors, the
+// way the targets are measured, bench/cuda/shape_sweep.py): plain fp32 H 8192 at every row count
+// and H 16384 from 4096 rows in four vectors per thread (0.99-1.00 of torch.compile's time against
+// 1.02-1.03 for the lean kernel and 1.09 for the staged one), H 4096 at 1024 rows (0.99 against
+// the register kernel's 1.03), but H 5120 only from 4096 rows (at 1024 the register kernel was
+// faster in both calls); 16-bit H 4096 with a residual at 1024 rows in four vectors (0.96-1.00
+// against 1.00-1.07).
 bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (rows < 1024 || hidden < 1024 || hidden > kRegisterMaxHidden) return false;
   if (residual && dtype == DType::kFloat32) {
@@ -124,31 +132,51 @@ bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
            (hidden == 16384 && rows < 16384);
   }
   if (residual) {
-    return hidden == 3000 || hidden == kRegisterMaxHidden ||
-           (rows >= 4096 && (hidden == 1024 || hidden == 4096 || hidden == 5120 || hidden == 7168 ||
-                             hidden == 8192));
+    return hidden == 3000 || hidden == 4096 || hidden == kRegisterMaxHidden ||
+           (rows >= 4096 && (hidden == 1024 || hidden == 5120 || hidden == 7168 || hidden == 8192));
   }
   if (dtype != DType::kFloat32) return true;
-  if (hidden == 5120) return true;
-  if (rows < 4096) return hidden == 3000 || hidden == 7168 || hidden == 8192;
-  return hidden == 1024 || hidden == 3000;
+  if (hidden == 8192) return true;
+  if (rows < 4096) return hidden == 3000 || hidden == 4096 || hidden == 7168;
+  return hidden == 1024 || hidden == 3000 || hidden == 5120 || hidden == kRegisterMaxHidden;
 }
 
 // The reload kernel's vectors per thread unless overridden (ReloadShape doubles them where the row
 // would need more than 1024 threads): for plain rows two, but four for 16-bit H 16384 (0.97-0.99
-// of the time of 1024 threads of two, call wide) and H 7168 from 4096 rows (0.99; at 1024 rows
-// 1.03); with a residual two where they measured faster than one (v9: 16-bit H 5120, 7168, 8192,
-// and 3000 below 4096 rows; fp32 H 4096), four at H 16384 (16-bit: 0.98-0.99 of 1024 threads of
-// two, call wide_fused) and fp32 H 8192, else one.
+// of the time of 1024 threads of two, call wide) and H 7168 from 4096 rows (0.99); with a residual
+// two where they measured faster than one (v9: 16-bit H 5120, 7168, 8192, and 3000 below 4096
+// rows; fp32 H 4096), four at H 16384 (16-bit: 0.98-0.99 of 1024 threads of two, call
+// wide_fused) and fp32 H 8192, else one. v10, from do_bench's figures (calls sweep1 and tight,
+// 3 interleaved rounds; the 32-register build of four vectors for plain rows): four for plain
+// 16-bit H 7168 at 1024 rows too, H 5120 and 8192 at 1024 rows (0.93-1.03 of the anchors against
+// 1.07-1.13 for two); plain fp32 H 3000, 4096, 7168 at 1024 rows, H 1024 at 4096 rows (0.94-0.98
+// against 1.01-1.08); with a residual, 16-bit H 1024 below 16384 rows and H 4096 below 4096 rows
+// (0.87-1.05 against 0.99-1.11). Four at H 1024 from 16384 rows looked faster in the sweep and was
+// not in the comparison (call v10: 1.00-1.12 against 0.94-1.05 before): two there.
 int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (!residual && dtype != DType::kFloat32) {
-    return hidden == 16384 || (hidden == 7168 && rows >= 4096) ? 4 : 2;
+    if (hidden == 16384 || hidden == 7168) return 4;
+    return rows < 4096 && (hidden == 5120 || hidden == 8192) ? 4 : 2;
   }
-  if (!residual) return 2;
+  if (!residual) {
+    if (hidden == 8192 || hidden == 16384) return 4;
+    if (rows < 4096) return hidden == 3000 || hidden == 4096 || hidden == 7168 ? 4 : 2;
+    return hidden == 1024 && rows < 16384 ? 4 : 2;
+  }
   if (hidden == 16384) return 4;
   if (dtype == DType::kFloat32) return hidden == 8192 ? 4 : hidden == 4096 ? 2 : 1;
+  if (hidden == 1024) return rows < 16384 ? 4 : 1;
+  if (hidden == 4096) return rows < 4096 ? 4 : 1;
   if (hidden == 3000) return rows < 4096 ? 2 : 1;
   return hidden == 5120 || hidden == 7168 || hidden == 8192 ? 2 : 1;
+}
+
+// Whether plain rows of four vectors per thread take the 64-register build of the reload kernel
+// (weights loaded with the row, fewer blocks per multiprocessor) instead of the 32-register one:
+// 16-bit H 7168 from 4096 rows, the one shape where it measured faster (call tight: 0.98-1.00 of
+// the 32-register build's time, 224-thread blocks).
+bool ReloadWideWins(DType dtype, int64_t hidden, int64_t rows) {
+  return dtype != DType::kFloat32 && hidden == 7168 && rows >= 4096;
 }
 
 // The reload kernel's shape for rows of `vectors` 16-byte vectors: `vectors_per_thread` (0:
@@ -184,8 +212,13 @@ KernelShape ChosenReloadShape(DType dtype, int64_t hidden, int64_t rows, bool re
   if (!chosen || hidden > kRegisterMaxHidden || options.two_pass || options.cluster_ctas > 1) {
     return KernelShape{};
   }
-  return ReloadShape(VectorsPerRow(dtype, hidden), ReloadVectorsFor(dtype, hidden, rows, residual),
-                     options.vectors_per_thread, options.threads_per_row);
+  KernelShape shape =
+      ReloadShape(VectorsPerRow(dtype, hidden), ReloadVectorsFor(dtype, hidden, rows, residual),
+                  options.vectors_per_thread, options.threads_per_row);
+  // Four vectors with a residual always take the 64-register build (the launcher's rule).
+  shape.reload_wide =
+      shape.vectors_per_thread == 4 && (residual || ReloadWideWins(dtype, hidden, rows));
+  return shape;
 }
 
 // The cluster size for a launch: 1 for none, 0 for an invalid override. Under the automatic choice

@@ -96,22 +96,28 @@ void (*RowKernelFor(int vectors_per_thread))(KernelParams) {
 }
 
 // Two vectors with a residual in blocks of up to 512 threads take the variant given 40 registers
-// (kReloadRoomyThreads): under 32 that one spilled; four vectors the one of one block per
-// multiprocessor (kReloadWideMinBlocks), up to 64.
+// (kReloadRoomyThreads): under 32 that one spilled. Four vectors: the build of one block per
+// multiprocessor (kReloadWideMinBlocks, up to 64 registers) where the shape asks for it
+// (KernelShape::reload_wide: always with a residual) or where the weights are fp32 for a 16-bit
+// row (two weight vectors per vector spilled 56-116 bytes under 32 registers); else the default
+// 32-register build, two 1024-thread blocks per multiprocessor.
 template <typename T, bool kResidual, internal::WeightKind kW>
-void (*ReloadKernelFor(int vectors_per_thread, int block_threads))(KernelParams) {
-  switch (vectors_per_thread) {
+void (*ReloadKernelFor(const KernelShape& shape))(KernelParams) {
+  switch (shape.vectors_per_thread) {
     case 1:
       return internal::RmsNormReloadKernel<T, 1, kResidual, kW>;
     case 2:
       if constexpr (kResidual) {
-        if (block_threads <= internal::kReloadRoomyThreads) {
+        if (shape.threads_per_block <= internal::kReloadRoomyThreads) {
           return internal::RmsNormReloadKernel<T, 2, true, kW, internal::kReloadRoomyThreads,
                                                internal::kReloadRoomyMinBlocks>;
         }
       }
       return internal::RmsNormReloadKernel<T, 2, kResidual, kW>;
     case 4:
+      if constexpr (!kResidual && (sizeof(T) == 4 || kW == internal::WeightKind::kLikeInput)) {
+        if (!shape.reload_wide) return internal::RmsNormReloadKernel<T, 4, false, kW>;
+      }
       return internal::RmsNormReloadKernel<T, 4, kResidual, kW, internal::kReloadMaxThreads,
                                            internal::kReloadWideMinBlocks>;
     default:
@@ -123,18 +129,16 @@ void (*ReloadKernelFor(int vectors_per_thread, int block_threads))(KernelParams)
 template <typename T>
 void (*ReloadKernelFor(const RmsNormSegment& seg, const KernelShape& shape))(KernelParams) {
   const bool residual = seg.residual != nullptr;
-  const int n = shape.vectors_per_thread;
-  const int block = shape.threads_per_block;
   if constexpr (sizeof(T) == 2) {
     if (seg.weight_dtype != DType::kFloat32) {
       constexpr auto kLike = internal::WeightKind::kLikeInput;
-      return residual ? ReloadKernelFor<T, true, kLike>(n, block)
-                      : ReloadKernelFor<T, false, kLike>(n, block);
+      return residual ? ReloadKernelFor<T, true, kLike>(shape)
+                      : ReloadKernelFor<T, false, kLike>(shape);
     }
   }
   constexpr auto kEither = internal::WeightKind::kEither;
-  return residual ? ReloadKernelFor<T, true, kEither>(n, block)
-                  : ReloadKernelFor<T, false, kEither>(n, block);
+  return residual ? ReloadKernelFor<T, true, kEither>(shape)
+                  : ReloadKernelFor<T, false, kEither>(shape);
 }
 
 // Whether the reload kernel can take this launch: one segment, on the vector path.
@@ -411,10 +415,11 @@ cudaError_t RmsNorm(DType dtype, int64_t hidden, const RmsNormSegment& segment, 
 
 }  // namespace normd::cuda
 
-extern "C" int normd_cuda_rmsnorm(int dtype, int64_t hidden, int64_t rows, const void* input,
-                                  void* output, const void* residual, void* residual_out,
-                                  const void* weight, int weight_dtype, float eps,
-                                  float weight_offset, void* stream, int pdl) {
+namespace {
+
+normd::RmsNormSegment CSegment(int64_t rows, const void* input, void* output, const void* residual,
+                               void* residual_out, const void* weight, int weight_dtype, float eps,
+                               float weight_offset) {
   normd::RmsNormSegment segment;
   segment.input = input;
   segment.output = output;
@@ -425,9 +430,43 @@ extern "C" int normd_cuda_rmsnorm(int dtype, int64_t hidden, int64_t rows, const
   segment.eps = eps;
   segment.weight_offset = weight_offset;
   segment.weight_dtype = static_cast<normd::DType>(weight_dtype);
-  normd::cuda::RmsNormOptions options;
+  return segment;
+}
+
+}  // namespace
+
+extern "C" int normd_cuda_rmsnorm(int dtype, int64_t hidden, int64_t rows, const void* input,
+                                  void* output, const void* residual, void* residual_out,
+                                  const void* weight, int weight_dtype, float eps,
+                                  float weight_offset, void* stream, int pdl) {
+  return normd_cuda_rmsnorm_tuned(dtype, hidden, rows, input, output, residual, residual_out,
+                                  weight, weight_dtype, eps, weight_offset, stream,
+                                  pdl != 0 ? 2 : 0, 0, 0, 0, 0, 0, 0);
+}
+
+extern "C" int normd_cuda_rmsnorm_tuned(int dtype, int64_t hidden, int64_t rows, const void* input,
+                                        void* output, const void* residual, void* residual_out,
+                                        const void* weight, int weight_dtype, float eps,
+                                        float weight_offset, void* stream, int pdl, int reload,
+                                        int lean, int staging, int vectors_per_thread,
+                                        int threads_per_row, int cluster_ctas) {
+  using Options = normd::cuda::RmsNormOptions;
+  if (pdl < 0 || pdl > 2 || reload < 0 || reload > 2 || lean < 0 || lean > 2 || staging < 0 ||
+      staging > 2) {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  Options options;
   options.programmatic_dependent_launch = pdl != 0;
-  options.weight_before_dependency_wait = pdl != 0;
+  options.weight_before_dependency_wait = pdl == 2;
+  // 0, 1, 2 are kAuto, kOff, kOn in all three enums.
+  options.reload = static_cast<Options::Reload>(reload);
+  options.lean_two_pass = static_cast<Options::LeanTwoPass>(lean);
+  options.staging = static_cast<Options::Staging>(staging);
+  options.vectors_per_thread = vectors_per_thread;
+  options.threads_per_row = threads_per_row;
+  options.cluster_ctas = cluster_ctas;
+  const normd::RmsNormSegment segment = CSegment(rows, input, output, residual, residual_out,
+                                                 weight, weight_dtype, eps, weight_offset);
   return static_cast<int>(normd::cuda::RmsNorm(static_cast<normd::DType>(dtype), hidden, segment,
                                                static_cast<cudaStream_t>(stream), options));
 }

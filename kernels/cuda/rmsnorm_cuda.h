@@ -97,6 +97,10 @@ struct KernelShape {
   int threads_per_row = 0;     // G (the cluster kernel: all C CTAs' threads)
   int vectors_per_thread = 0;  // register path only
   bool reload = false;         // the reload kernel (RmsNormOptions::Reload)
+  // The reload kernel with four vectors per thread: its 64-register build (weights loaded with the
+  // row, one 1024-thread block per multiprocessor) rather than the 32-register one. Always with a
+  // residual.
+  bool reload_wide = false;
   int rows_per_block = 0;
   int threads_per_block = 0;
 };
@@ -149,5 +153,16 @@ extern "C" NORMD_CUDA_API int normd_cuda_rmsnorm(int dtype, int64_t hidden, int6
                                                  const void* residual, void* residual_out,
                                                  const void* weight, int weight_dtype, float eps,
                                                  float weight_offset, void* stream, int pdl);
+
+// normd_cuda_rmsnorm with RmsNormOptions' tuning overrides, for sweeps that time our kernel's
+// variants the way compare_kernels.py times it (bench/cuda/shape_sweep.py). reload, lean and
+// staging: 0 automatic, 1 off, 2 on; vectors_per_thread, threads_per_row, cluster_ctas: 0
+// automatic, else the override; pdl: 0 none, 1 programmatic dependent launch with the weight read
+// after the wait, 2 with it read before (as normd_cuda_rmsnorm's pdl != 0).
+extern "C" NORMD_CUDA_API int normd_cuda_rmsnorm_tuned(
+    int dtype, int64_t hidden, int64_t rows, const void* input, void* output, const void* residual,
+    void* residual_out, const void* weight, int weight_dtype, float eps, float weight_offset,
+    void* stream, int pdl, int reload, int lean, int staging, int vectors_per_thread,
+    int threads_per_row, int cluster_ctas);
 
 #endif  // NORMD_KERNELS_CUDA_RMSNORM_CUDA_H_

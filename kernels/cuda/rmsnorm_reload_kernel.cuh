@@ -38,9 +38,13 @@ inline constexpr int kReloadMinBlocks = 2;
 // multiprocessor, which lets ptxas use 40 (a multiprocessor still holds 1536 threads or more).
 inline constexpr int kReloadRoomyThreads = 512;
 inline constexpr int kReloadRoomyMinBlocks = 3;
-// Four vectors per thread: one block of up to 1024 threads per multiprocessor, 48-56 registers
-// for plain rows and 63-64 with a residual (under 32 plain rows spilled 60 bytes, under 40 16); the
-// layout Inductor generates for fp32 rows of 16384 (1024 threads of four vectors).
+// Four vectors per thread with a residual (or with fp32 weights of a 16-bit row): one block of up
+// to 1024 threads per multiprocessor, 48-64 registers (under 40 they spilled 16 bytes). Plain rows
+// of four vectors keep the default cap of 32 (two 1024-thread blocks per multiprocessor) by loading
+// the weight per vector in the second pass: the layout and the register count of the kernel
+// Inductor generates for fp32 rows of 16384 (1024 threads of four vectors, 32 registers; ncu, call
+// sweep1). Preloading the weights as well, as the one- and two-vector variants do, needed 48-56
+// registers: one block per multiprocessor, 1.17x Inductor's time there.
 inline constexpr int kReloadWideMinBlocks = 1;
 
 // h for one vector of the row: x, or x + r unrounded with a residual, from the raw vectors.
@@ -118,10 +122,10 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   const float offset = seg.weight_offset;
 
   const uint64_t last_use = L2EvictFirstPolicy();
-  // The weights go out with the row's loads, except with a residual or fp32 weights of a 16-bit
-  // row (two vectors per vector of the row): those are read per vector below, from L1 mostly
-  // (preloading them spilled under 32 registers).
-  constexpr bool kPreloadWeights = kWV == 1 && !kResidual;
+  // The weights go out with the row's loads, except with a residual, with fp32 weights of a 16-bit
+  // row (two vectors per vector of the row), or with four vectors per thread: those are read per
+  // vector below, from L1 mostly (preloading them spilled under 32 registers).
+  constexpr bool kPreloadWeights = kWV == 1 && !kResidual && kN < 4;
   uint4 wraw[kN][kWV];
 #pragma unroll
   for (int k = 0; k < kN; ++k) {

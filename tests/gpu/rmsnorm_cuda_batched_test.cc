@@ -361,6 +361,7 @@ TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
   using Lean = cuda::RmsNormOptions::LeanTwoPass;
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 65536, true).lean);
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 16384, false).lean);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 8192, 16384, false).lean);   // reload (v10)
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true).lean);   // reload (v9)
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, false).lean);  // 16-bit plain
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 5120, 65536, true).lean);
@@ -377,23 +378,30 @@ TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
 }
 
 // The automatic choice takes the reload kernel only where it was measured faster (see ReloadWins):
-// plain 16-bit rows of H 1024 to 16384 from 1024 rows (two vectors per thread), plain fp32 rows at
-// the H and row counts where they won, rows with a residual at the H and row counts where they won
-// (one or two vectors per thread, see ReloadVectorsFor); the options force it (where the row fits
-// 1024 threads of two vectors) or forbid it.
+// plain 16-bit rows of H 1024 to 16384 from 1024 rows (two or four vectors per thread), plain fp32
+// rows at the H and row counts where they won, rows with a residual at the H and row counts where
+// they won (one or two vectors per thread, see ReloadVectorsFor); the options force it (where the
+// row fits 1024 threads of two vectors) or forbid it.
 TEST(RmsNormCudaArguments, ReloadChoice) {
   using Reload = cuda::RmsNormOptions::Reload;
   const cuda::KernelShape bf16 = cuda::ChooseKernelShape(DType::kBFloat16, 5120, 65536, false);
   EXPECT_TRUE(bf16.reload);
   EXPECT_EQ(bf16.vectors_per_thread, 2);
   EXPECT_EQ(bf16.threads_per_row, 320);  // 640 vectors
-  // Four vectors per thread for 16-bit H 16384, and H 7168 from 4096 rows.
+  // Four vectors per thread for 16-bit H 16384 and 7168, H 5120 and 8192 at 1024 rows.
   const cuda::KernelShape wide = cuda::ChooseKernelShape(DType::kFloat16, 16384, 1024, false);
   EXPECT_TRUE(wide.reload);
   EXPECT_EQ(wide.vectors_per_thread, 4);
   EXPECT_EQ(wide.threads_per_block, 512);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 4096, false).threads_per_row, 224);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1024, false).threads_per_row, 448);
+  EXPECT_FALSE(wide.reload_wide);  // the 32-register build
+  const cuda::KernelShape h7168 = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 4096, false);
+  EXPECT_EQ(h7168.threads_per_row, 224);
+  EXPECT_TRUE(h7168.reload_wide);  // the 64-register build measured faster there
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1024, false).reload_wide);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8192, 1024, false).vectors_per_thread, 4);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8192, 4096, false).vectors_per_thread, 2);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 16384, false).threads_per_row, 64);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 1024, 16384, false).vectors_per_thread, 2);
   const cuda::KernelShape narrow = cuda::ChooseKernelShape(DType::kBFloat16, 1024, 4096, false);
   EXPECT_TRUE(narrow.reload);
   EXPECT_EQ(narrow.threads_per_row, 64);
@@ -404,7 +412,16 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 1024, false).reload);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 4096, false).reload);  // lean
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 1024, 1024, false).reload);
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 16384, 65536, false).reload);
+  // fp32 H 8192 and, from 4096 rows, 16384: four vectors per thread (1024 threads for 16384).
+  const cuda::KernelShape fp32_16k = cuda::ChooseKernelShape(DType::kFloat32, 16384, 65536, false);
+  EXPECT_TRUE(fp32_16k.reload);
+  EXPECT_EQ(fp32_16k.threads_per_block, 1024);
+  EXPECT_FALSE(fp32_16k.reload_wide);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 16384, 1024, false).reload);  // staged
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 8192, 65536, false).threads_per_row, 512);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 4096, 1024, false).vectors_per_thread, 4);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 1024, 4096, false).vectors_per_thread, 4);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 5120, 1024, false).reload);
   // With a residual: one vector per thread at H 1024, 3000 (from 4096 rows) and 4096; two at 3000
   // below 4096 rows, 5120, 7168, 8192; only from 4096 rows but at H 3000 and 16384.
   const cuda::KernelShape fused_one = cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true);
@@ -417,7 +434,11 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_EQ(fused_two.threads_per_block, 448);  // the variant given 40 registers (<= 512 threads)
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 3000, 1024, true).vectors_per_thread, 2);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 3000, 4096, true).vectors_per_thread, 1);
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1024, true).reload);
+  const cuda::KernelShape fused_four = cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1024, true);
+  EXPECT_EQ(fused_four.vectors_per_thread, 4);
+  EXPECT_TRUE(fused_four.reload_wide);  // four with a residual: always the 64-register build
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat16, 1024, 4096, true).vectors_per_thread, 4);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat16, 1024, 16384, true).vectors_per_thread, 1);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 2048, true).reload);
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 1024, 1024, true).reload);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 4096, 4096, true).vectors_per_thread, 2);
@@ -433,7 +454,8 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 8192, 1024, true).threads_per_row, 512);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 8192, 4096, true).reload);
   EXPECT_EQ(cuda::ChooseStagedShape(DType::kBFloat16, 16384, 4096, true).rows_per_tile, 0);
-  EXPECT_GT(cuda::ChooseStagedShape(DType::kFloat32, 16384, 4096, false).rows_per_tile, 0);
+  EXPECT_EQ(cuda::ChooseStagedShape(DType::kFloat32, 16384, 4096, false).rows_per_tile, 0);
+  EXPECT_GT(cuda::ChooseStagedShape(DType::kFloat32, 16384, 1024, false).rows_per_tile, 0);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1000, false).reload);  // few rows
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 512, 65536, false).reload);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 20000, 65536, false).reload);

@@ -260,7 +260,7 @@ cuda::RmsNormOptions Reload(int vectors_per_thread) {
 
 // The reload kernel (the row read twice, the second time from L1), forced with 1 and 2 vectors per
 // thread in turn (at least what fits the row in 1024 threads: 4 for fp32 rows of 16384), and with 4
-// at H 8192: H (one vector and 1024: several rows per
+// at H 8192 and (4096 rows, plain) 7168: H (one vector and 1024: several rows per
 // warp or block; idle threads at 3000 and 5120; up to 16384, 1024-thread blocks) x rows x dtype x
 // weight dtype x residual x weight_offset, and in place.
 TEST(RmsNormCudaReload, MatchesReference) {
@@ -294,6 +294,18 @@ TEST(RmsNormCudaReload, MatchesReference) {
         const Inputs inputs(dtype, hidden, 301, rng);
         ASSERT_EQ(RunAndCheck(inputs, DType::kFloat32, true, true, 0.0f, Reload(count), rng, what),
                   0);
+      }
+      if (hidden == 7168) {
+        // Plain 16-bit rows of 7168 from 4096 rows take four vectors in the 64-register build
+        // (KernelShape::reload_wide), which the row counts above do not reach.
+        const std::string what = std::string(DTypeName(dtype)) + " reload x4 H=7168 rows=4096";
+        SCOPED_TRACE(what);
+        const cuda::KernelShape shape =
+            cuda::ChooseKernelShape(dtype, hidden, 4096, false, Reload(4));
+        ASSERT_TRUE(shape.reload && shape.vectors_per_thread == 4);
+        EXPECT_EQ(shape.reload_wide, dtype != DType::kFloat32);
+        const Inputs inputs(dtype, hidden, 4096, rng);
+        ASSERT_EQ(RunAndCheck(inputs, dtype, false, false, 0.0f, Reload(4), rng, what), 0);
       }
     }
   }
