@@ -95,10 +95,10 @@ bool ValidVectorsPerThread(DType d, int n) {
 // the register kernel's speed), H 5120 (a second, mostly idle iteration per pass), H 16384. Other H
 // keep the register kernel: the rule is what was measured, not a model. Since v9 the reload kernel
 // takes the rows with a residual it had here, but fp32 H 3000, and since v10 plain fp32 H 8192
-// (see ReloadWins).
+// and H 7168 below 16384 rows (see ReloadWins).
 bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (rows < 4096 || dtype != DType::kFloat32) return false;
-  if (!residual) return hidden == 4096 || hidden == 7168;
+  if (!residual) return hidden == 4096 || (hidden == 7168 && rows >= 16384);
   return hidden == 3000 && rows >= 16384;
 }
 
@@ -122,8 +122,9 @@ bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 // way the targets are measured, bench/cuda/shape_sweep.py): plain fp32 H 8192 at every row count
 // and H 16384 from 4096 rows in four vectors per thread (0.99-1.00 of torch.compile's time against
 // 1.02-1.03 for the lean kernel and 1.09 for the staged one), H 4096 at 1024 rows (0.99 against
-// the register kernel's 1.03), but H 5120 only from 4096 rows (at 1024 the register kernel was
-// faster in both calls); 16-bit H 4096 with a residual at 1024 rows in four vectors (0.96-1.00
+// the register kernel's 1.03), H 7168 at 4096 rows (call sweep2: 1.01 against the lean kernel's
+// 1.03-1.04), but H 5120 only from 4096 rows (at 1024 the register kernel was faster in both
+// calls); 16-bit H 4096 with a residual at 1024 rows in four vectors (0.96-1.00
 // against 1.00-1.07).
 bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (rows < 1024 || hidden < 1024 || hidden > kRegisterMaxHidden) return false;
@@ -138,7 +139,8 @@ bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (dtype != DType::kFloat32) return true;
   if (hidden == 8192) return true;
   if (rows < 4096) return hidden == 3000 || hidden == 4096 || hidden == 7168;
-  return hidden == 1024 || hidden == 3000 || hidden == 5120 || hidden == kRegisterMaxHidden;
+  return hidden == 1024 || hidden == 3000 || hidden == 5120 || hidden == kRegisterMaxHidden ||
+         (hidden == 7168 && rows < 16384);
 }
 
 // The reload kernel's vectors per thread unless overridden (ReloadShape doubles them where the row
@@ -151,17 +153,21 @@ bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 // 16-bit H 7168 at 1024 rows too, H 5120 and 8192 at 1024 rows (0.93-1.03 of the anchors against
 // 1.07-1.13 for two); plain fp32 H 3000, 4096, 7168 at 1024 rows, H 1024 at 4096 rows (0.94-0.98
 // against 1.01-1.08); with a residual, 16-bit H 1024 below 16384 rows and H 4096 below 4096 rows
-// (0.87-1.05 against 0.99-1.11). Four at H 1024 from 16384 rows looked faster in the sweep and was
-// not in the comparison (call v10: 1.00-1.12 against 0.94-1.05 before): two there.
+// (0.87-1.05 against 0.99-1.11). Call sweep2 (rows >= 4096, 3 rounds): four for plain 16-bit H
+// 1024 from 16384 rows (0.94-1.00 against 0.97-1.02 for two; in call v10's comparison 0.99-1.00 at
+// 65536 rows against 1.01 before, but 1.02-1.12 at 16384 rows against 0.94-1.12: the closest
+// call), plain fp32 H 5120 and 7168 at 4096 rows (1.01-1.02 against 1.03-1.05 for two and the
+// lean kernel).
 int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (!residual && dtype != DType::kFloat32) {
     if (hidden == 16384 || hidden == 7168) return 4;
+    if (hidden == 1024) return rows >= 16384 ? 4 : 2;
     return rows < 4096 && (hidden == 5120 || hidden == 8192) ? 4 : 2;
   }
   if (!residual) {
     if (hidden == 8192 || hidden == 16384) return 4;
     if (rows < 4096) return hidden == 3000 || hidden == 4096 || hidden == 7168 ? 4 : 2;
-    return hidden == 1024 && rows < 16384 ? 4 : 2;
+    return rows < 16384 && (hidden == 1024 || hidden == 5120 || hidden == 7168) ? 4 : 2;
   }
   if (hidden == 16384) return 4;
   if (dtype == DType::kFloat32) return hidden == 8192 ? 4 : hidden == 4096 ? 2 : 1;

@@ -400,8 +400,11 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1024, false).reload_wide);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8192, 1024, false).vectors_per_thread, 4);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8192, 4096, false).vectors_per_thread, 2);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 16384, false).threads_per_row, 64);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 4096, false).threads_per_row, 64);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 16384, false).threads_per_row, 32);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 1024, 16384, false).vectors_per_thread, 2);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 5120, 4096, false).vectors_per_thread, 4);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 5120, 16384, false).vectors_per_thread, 2);
   const cuda::KernelShape narrow = cuda::ChooseKernelShape(DType::kBFloat16, 1024, 4096, false);
   EXPECT_TRUE(narrow.reload);
   EXPECT_EQ(narrow.threads_per_row, 64);
@@ -410,7 +413,8 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 5120, 65536, false).reload);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 5120, 65536, false).threads_per_row, 640);
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 1024, false).reload);
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 4096, false).reload);  // lean
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 4096, false).vectors_per_thread, 4);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 16384, false).reload);  // lean
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 1024, 1024, false).reload);
   // fp32 H 8192 and, from 4096 rows, 16384: four vectors per thread (1024 threads for 16384).
   const cuda::KernelShape fp32_16k = cuda::ChooseKernelShape(DType::kFloat32, 16384, 65536, false);
