@@ -5,6 +5,8 @@
 #   bench      normd_kernel_bench over issue 3's grid, CSV            -> bench.csv
 #   compare    compare_kernels.py (PyTorch, torch.compile, Triton)    -> compare.log, compare.csv
 #   times      kernel_times.py at TIMES_SHAPES: do_bench beside each call's kernel time -> kernel_times.txt
+#   shapes     shape_sweep.py at SHAPES_SHAPES with SHAPES_VARIANTS: our variants under do_bench beside
+#              the anchors, 3 interleaved rounds (how v10 chose the mapping)  -> shape_sweep.txt
 #   staging    normd_staging_bench: packing pinned staging three ways, then upload or zero copy -> staging.log
 #   sanitizer  compute-sanitizer memcheck + racecheck on a reduced test filter -> sanitizer.log
 #   probe      torch.compile's generated kernels at PROBE_SHAPES, and ncu counters of them and of
@@ -54,6 +56,13 @@ if has times; then
   stamp times
   timeout 200 python3 "$bench_dir/kernel_times.py" --lib "$root/.gpu/lib/libnormd_cuda_kernels.so" \
     --shapes "$TIMES_SHAPES" 2>&1 | tee "$OUT/kernel_times.txt" | tail -20
+fi
+if has shapes; then
+  SHAPES_SHAPES=${SHAPES_SHAPES:-bf16:plain:1024x4096,fp32:plain:4096x1024,bf16:fused:16384x4096}
+  SHAPES_VARIANTS=${SHAPES_VARIANTS:-auto,reload=on+n=1,reload=on+n=2,reload=on+n=4,reload=off,lean=on}
+  stamp shapes
+  timeout 300 python3 "$bench_dir/shape_sweep.py" --lib "$root/.gpu/lib/libnormd_cuda_kernels.so" \
+    --shapes "$SHAPES_SHAPES" --variants "$SHAPES_VARIANTS" --rounds 3 2>&1 | tee "$OUT/shape_sweep.txt" | tail -20
 fi
 if has staging; then
   stamp staging
