@@ -415,26 +415,6 @@ cudaError_t RmsNorm(DType dtype, int64_t hidden, const RmsNormSegment& segment, 
 
 }  // namespace normd::cuda
 
-namespace {
-
-normd::RmsNormSegment CSegment(int64_t rows, const void* input, void* output, const void* residual,
-                               void* residual_out, const void* weight, int weight_dtype, float eps,
-                               float weight_offset) {
-  normd::RmsNormSegment segment;
-  segment.input = input;
-  segment.output = output;
-  segment.residual = residual;
-  segment.residual_out = residual_out;
-  segment.weight = weight;
-  segment.rows = rows;
-  segment.eps = eps;
-  segment.weight_offset = weight_offset;
-  segment.weight_dtype = static_cast<normd::DType>(weight_dtype);
-  return segment;
-}
-
-}  // namespace
-
 extern "C" int normd_cuda_rmsnorm(int dtype, int64_t hidden, int64_t rows, const void* input,
                                   void* output, const void* residual, void* residual_out,
                                   const void* weight, int weight_dtype, float eps,
@@ -465,8 +445,16 @@ extern "C" int normd_cuda_rmsnorm_tuned(int dtype, int64_t hidden, int64_t rows,
   options.vectors_per_thread = vectors_per_thread;
   options.threads_per_row = threads_per_row;
   options.cluster_ctas = cluster_ctas;
-  const normd::RmsNormSegment segment = CSegment(rows, input, output, residual, residual_out,
-                                                 weight, weight_dtype, eps, weight_offset);
+  normd::RmsNormSegment segment;
+  segment.input = input;
+  segment.output = output;
+  segment.residual = residual;
+  segment.residual_out = residual_out;
+  segment.weight = weight;
+  segment.rows = rows;
+  segment.eps = eps;
+  segment.weight_offset = weight_offset;
+  segment.weight_dtype = static_cast<normd::DType>(weight_dtype);
   return static_cast<int>(normd::cuda::RmsNorm(static_cast<normd::DType>(dtype), hidden, segment,
                                                static_cast<cudaStream_t>(stream), options));
 }

@@ -380,8 +380,8 @@ TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
 // The automatic choice takes the reload kernel only where it was measured faster (see ReloadWins):
 // plain 16-bit rows of H 1024 to 16384 from 1024 rows (two or four vectors per thread), plain fp32
 // rows at the H and row counts where they won, rows with a residual at the H and row counts where
-// they won (one or two vectors per thread, see ReloadVectorsFor); the options force it (where the
-// row fits 1024 threads of two vectors) or forbid it.
+// they won (one, two or four vectors per thread, see ReloadVectorsFor); the options force it (where
+// the row fits 1024 threads of four vectors) or forbid it.
 TEST(RmsNormCudaArguments, ReloadChoice) {
   using Reload = cuda::RmsNormOptions::Reload;
   const cuda::KernelShape bf16 = cuda::ChooseKernelShape(DType::kBFloat16, 5120, 65536, false);
