@@ -93,6 +93,10 @@ absl::Status CudaExecutor::Init() {
     for (cudaEvent_t& event : slot.events) {
       if (cudaError_t e = cudaEventCreate(&event); e != cudaSuccess) return CudaFailure("cudaEventCreate", e);
     }
+    if (cudaError_t e = cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming);
+        e != cudaSuccess) {
+      return CudaFailure("cudaEventCreate", e);
+    }
     for (auto* chunk_events : {&slot.uploaded, &slot.computed}) {
       for (cudaEvent_t& event : *chunk_events) {
         if (cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming); e != cudaSuccess) {
@@ -122,6 +126,7 @@ CudaExecutor::~CudaExecutor() {
     for (cudaEvent_t event : slot.events) {
       if (event != nullptr) cudaEventDestroy(event);
     }
+    if (slot.done != nullptr) cudaEventDestroy(slot.done);
   }
   for (const CachedWeight& w : weights_) cudaFree(w.dev);
   for (cudaStream_t stream : {stream_, compute_stream_, download_stream_}) {
@@ -248,9 +253,12 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
   stages.pack += absl::Now() - pack_start;
 
   slot.zero_copy = zero_copy;
+  const absl::Time submit_start = absl::Now();
+  slot.submitted = submit_start;
   const cudaError_t e = zero_copy                                              ? EnqueueZeroCopy(slot, launch)
                         : in_bytes >= kPipelineMinBytes && launch.rows > 1 ? EnqueuePipelined(slot, launch)
                                                                              : EnqueueWhole(slot, launch);
+  stages.submit += absl::Now() - submit_start;
   if (e != cudaSuccess) {
     SynchronizeStreams();  // the slot's buffers may still be in use by what was enqueued
     return CudaFailure("enqueueing the launch (copies and kernel)", e);
@@ -259,15 +267,16 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
   return absl::OkStatus();
 }
 
-// A table of several segments is read through the pinned buffer's mapping too, like the rows. Two
-// events instead of four: a lone small request waits for every call made on its way.
+// A table of several segments is read through the pinned buffer's mapping too, like the rows. No
+// timing events, only one to wait on: a lone small request waits for every call made on its way,
+// and two timing events cost it ~3 µs (docs/BENCHMARKS.md, "One request at a time"); its kernel
+// stage is timed by the host instead (Finish).
 cudaError_t CudaExecutor::EnqueueZeroCopy(Slot& slot, const Launch& launch) {
-  cudaEventRecord(slot.events[1], stream_);
   if (cudaError_t e = LaunchWholeKernel(launch, slot.in.host, slot.in.host_on_device, stream_); e != cudaSuccess) {
     return e;
   }
   // Kernel completion makes its writes to host memory visible to the host thread that waits for it.
-  return cudaEventRecord(slot.events[2], stream_);
+  return cudaEventRecord(slot.done, stream_);
 }
 
 cudaError_t CudaExecutor::EnqueueWhole(Slot& slot, const Launch& launch) {
@@ -354,12 +363,20 @@ absl::Status CudaExecutor::Finish(const Launch& launch, StageTimes& stages) {
   Slot& slot = slots_[static_cast<size_t>(oldest_slot_)];
   oldest_slot_ = (oldest_slot_ + 1) % kSlots;
   cudaSetDevice(device_);
-  if (cudaError_t e = cudaEventSynchronize(slot.events[slot.zero_copy ? 2 : 3]); e != cudaSuccess) {
+  const absl::Time wait_start = absl::Now();
+  if (cudaError_t e = cudaEventSynchronize(slot.zero_copy ? slot.done : slot.events[3]);
+      e != cudaSuccess) {
     return CudaFailure("the launch", e);
   }
-  stages.kernel += EventGap(slot.events[1], slot.events[2]);
-  if (!slot.zero_copy) {
+  const absl::Time done = absl::Now();
+  stages.wait += done - wait_start;
+  if (slot.zero_copy) {
+    // From the kernel's submission to its completion seen here: an upper bound of the device's
+    // time.
+    stages.kernel += done - slot.submitted;
+  } else {
     stages.h2d += EventGap(slot.events[0], slot.events[1]);
+    stages.kernel += EventGap(slot.events[1], slot.events[2]);
     stages.d2h += EventGap(slot.events[2], slot.events[3]);
   }
 

@@ -88,9 +88,12 @@ class CudaExecutor : public BatchExecutor {
     // download. For a pipelined launch these split its device time into three parts that do not
     // overlap (h2d = until everything is up, kernel = the rest until computed, d2h = the rest).
     std::array<cudaEvent_t, 4> events{};
-    // A zero-copy launch records only the two events around its kernel (no copies to time), and
-    // Finish waits for the second.
+    // A zero-copy launch records none of them, only `done` after its kernel (created without
+    // timing), which Finish waits for; its kernel stage is host time from `submitted` to the end of
+    // that wait.
     bool zero_copy = false;
+    cudaEvent_t done = nullptr;
+    absl::Time submitted;  // when Start began enqueueing the launch
     // Pipelined launches: chunk k uploaded (the kernel waits for it), chunk k computed (its download
     // waits for it). Created without timing.
     std::array<cudaEvent_t, kMaxChunks> uploaded{};

@@ -1,6 +1,7 @@
 #include "server/metrics.h"
 
 #include <cmath>
+#include <iterator>
 
 namespace normd {
 namespace {
@@ -75,7 +76,9 @@ ServerMetrics::ServerMetrics(std::shared_ptr<prometheus::Registry> registry) : r
                      .Add({}, DurationBuckets());
   stage_duration_ = &prometheus::BuildHistogram()
                          .Name("normd_stage_duration_seconds")
-                         .Help("Per-launch time of each stage: pack, h2d, kernel, d2h (CUDA) or cpu")
+                         .Help(
+                             "Per-launch time of each stage: pack, h2d, kernel, d2h, submit, wait "
+                             "(CUDA) or cpu; reply")
                          .Register(r);
   batch_rows_ = &prometheus::BuildHistogram().Name("normd_batch_rows").Help("Rows per launch").Register(r);
   batch_requests_ =
@@ -161,42 +164,65 @@ void ServerMetrics::Payload(int64_t bytes_in, int64_t bytes_out) {
 
 void ServerMetrics::QueueWait(absl::Duration wait) { queue_wait_->Observe(Seconds(wait)); }
 
-void ServerMetrics::Launch(absl::string_view device, int64_t rows, int64_t requests, const StageTimes& stages,
-                           int64_t kernel_bytes) {
-  static constexpr const char* kStageNames[] = {"pack", "h2d", "kernel", "d2h", "cpu"};
-  const absl::Duration durations[] = {stages.pack, stages.h2d, stages.kernel, stages.d2h, stages.cpu};
-  // The kernel's achieved bandwidth: on the CPU backend the whole computation is the "kernel".
-  const absl::Duration kernel_time = stages.kernel > absl::ZeroDuration() ? stages.kernel : stages.cpu;
-  const bool has_bandwidth = kernel_time > absl::ZeroDuration() && kernel_bytes > 0;
-  normd::MutexLock lock(&series_mu_);  // observations are atomic; the lock is for the lookups only
+namespace {
+// The stage label of each DeviceSeries::stages entry.
+constexpr const char* kStageNames[] = {"pack", "h2d",    "kernel", "d2h",
+                                       "cpu",  "submit", "wait",   "reply"};
+constexpr size_t kReplyStage = 7;
+}  // namespace
+
+ServerMetrics::DeviceSeries& ServerMetrics::SeriesOf(absl::string_view device) {
   auto it = devices_.find(device);
   if (it == devices_.end()) {
     it = devices_.emplace(std::string(device), DeviceSeries{}).first;
     const prometheus::Labels labels{{"device", it->first}};
     DeviceSeries& d = it->second;
+    d.name = &it->first;
     d.batch_rows = &batch_rows_->Add(labels, CountBuckets());
     d.batch_requests = &batch_requests_->Add(labels, CountBuckets());
     d.launches = &launches_total_->Add(labels);
     d.rows = &rows_total_->Add(labels);
   }
-  DeviceSeries& d = it->second;
+  return it->second;
+}
+
+void ServerMetrics::ObserveStage(DeviceSeries& d, size_t stage, absl::Duration duration) {
+  if (duration <= absl::ZeroDuration()) return;
+  if (d.stages[stage] == nullptr) {
+    d.stages[stage] = &stage_duration_->Add({{"stage", kStageNames[stage]}, {"device", *d.name}},
+                                            DurationBuckets());
+  }
+  d.stages[stage]->Observe(Seconds(duration));
+}
+
+void ServerMetrics::Launch(absl::string_view device, int64_t rows, int64_t requests,
+                           const StageTimes& stages, int64_t kernel_bytes) {
+  const absl::Duration durations[] = {stages.pack, stages.h2d,    stages.kernel, stages.d2h,
+                                      stages.cpu,  stages.submit, stages.wait};
+  static_assert(std::size(durations) == kReplyStage,
+                "StageTimes' stages come first in kStageNames");
+  // The kernel's achieved bandwidth: on the CPU backend the whole computation is the "kernel".
+  const absl::Duration kernel_time =
+      stages.kernel > absl::ZeroDuration() ? stages.kernel : stages.cpu;
+  const bool has_bandwidth = kernel_time > absl::ZeroDuration() && kernel_bytes > 0;
+  normd::MutexLock lock(&series_mu_);  // observations are atomic; the lock is for the lookups only
+  DeviceSeries& d = SeriesOf(device);
   d.batch_rows->Observe(static_cast<double>(rows));
   d.batch_requests->Observe(static_cast<double>(requests));
   d.launches->Increment();
   d.rows->Increment(static_cast<double>(rows));
-  for (size_t i = 0; i < d.stages.size(); ++i) {
-    if (durations[i] <= absl::ZeroDuration()) continue;
-    if (d.stages[i] == nullptr) {
-      d.stages[i] = &stage_duration_->Add({{"stage", kStageNames[i]}, {"device", it->first}}, DurationBuckets());
-    }
-    d.stages[i]->Observe(Seconds(durations[i]));
-  }
+  for (size_t i = 0; i < std::size(durations); ++i) ObserveStage(d, i, durations[i]);
   if (has_bandwidth) {
     if (d.kernel_bandwidth == nullptr) {
-      d.kernel_bandwidth = &kernel_bandwidth_->Add({{"device", it->first}}, BandwidthBuckets());
+      d.kernel_bandwidth = &kernel_bandwidth_->Add({{"device", *d.name}}, BandwidthBuckets());
     }
     d.kernel_bandwidth->Observe(static_cast<double>(kernel_bytes) / Seconds(kernel_time));
   }
+}
+
+void ServerMetrics::LaunchReplied(absl::string_view device, absl::Duration duration) {
+  normd::MutexLock lock(&series_mu_);
+  ObserveStage(SeriesOf(device), kReplyStage, duration);
 }
 
 void ServerMetrics::SetHostLinkBandwidth(const std::string& device, const std::string& direction,

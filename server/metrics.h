@@ -36,6 +36,11 @@ struct StageTimes {
   absl::Duration kernel;  // CUDA: the RMSNorm kernel
   absl::Duration d2h;     // CUDA: device to host copy
   absl::Duration cpu;     // CPU backend: the whole computation
+  // CUDA, host side: the thread's time enqueueing the launch's copies, kernels and events (from
+  // packed to enqueued), and its time blocked until the device was done (from Finish's start).
+  // Their sum beside h2d + kernel + d2h shows what the driver adds around the device's own work.
+  absl::Duration submit;
+  absl::Duration wait;
 };
 
 class ServerMetrics {
@@ -55,6 +60,10 @@ class ServerMetrics {
   // One launch: its size, stage times, and the bytes its kernel moved (for the achieved bandwidth).
   void Launch(absl::string_view device, int64_t rows, int64_t requests, const StageTimes& stages,
               int64_t kernel_bytes);
+  // The time a finished launch took to answer its requests (building each response and handing it
+  // to gRPC): the "reply" stage, observed after Launch because it comes after the launch is
+  // counted.
+  void LaunchReplied(absl::string_view device, absl::Duration duration);
   void SetDeviceCopyBandwidth(const std::string& device, double bytes_per_second);
   // Pinned host <-> device copy bandwidth measured at start-up; direction "h2d" or "d2h".
   void SetHostLinkBandwidth(const std::string& device, const std::string& direction, double bytes_per_second);
@@ -78,13 +87,19 @@ class ServerMetrics {
   // The series of one device: made on first use; stage and bandwidth histograms only once a launch
   // has that stage, so that a CPU backend does not list empty h2d/kernel/d2h series.
   struct DeviceSeries {
+    const std::string* name =
+        nullptr;  // the device label: the key in devices_ (a node map: stable)
     prometheus::Histogram* batch_rows = nullptr;
     prometheus::Histogram* batch_requests = nullptr;
     prometheus::Counter* launches = nullptr;
     prometheus::Counter* rows = nullptr;
-    std::array<prometheus::Histogram*, 5> stages{};  // pack, h2d, kernel, d2h, cpu
+    std::array<prometheus::Histogram*, 8> stages{};  // in kStageNames' order (metrics.cc)
     prometheus::Histogram* kernel_bandwidth = nullptr;
   };
+
+  DeviceSeries& SeriesOf(absl::string_view device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(series_mu_);
+  void ObserveStage(DeviceSeries& d, size_t stage, absl::Duration duration)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(series_mu_);
 
   std::shared_ptr<prometheus::Registry> registry_;
   normd::Mutex series_mu_;  // guards the two maps and the lazily filled pointers in their values

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "normd/v1/normd.grpc.pb.h"
 #include "tests/integration/http_get.h"
 #include "tests/integration/normd_process.h"
@@ -167,6 +168,24 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
   EXPECT_GE(e.Sum("normd_launches_total", {{"device", device}}), 1);
   EXPECT_EQ(e.Sum("normd_batch_rows_count"), e.Sum("normd_launches_total"));
   EXPECT_EQ(e.Sum("normd_stage_duration_seconds_count", {{"stage", compute_stage}}), e.Sum("normd_launches_total"));
+  if (!cpu) {  // the CUDA executor's host side: enqueueing each launch, and waiting for it
+    EXPECT_EQ(e.Sum("normd_stage_duration_seconds_count", {{"stage", "submit"}}),
+              e.Sum("normd_launches_total"));
+    EXPECT_EQ(e.Sum("normd_stage_duration_seconds_count", {{"stage", "wait"}}),
+              e.Sum("normd_launches_total"));
+  }
+  {
+    // A launch's reply stage is observed once its requests are answered, so the last one may land
+    // just after the client has its response: scrape again until it is there.
+    double replied = e.Sum("normd_stage_duration_seconds_count", {{"stage", "reply"}});
+    for (int i = 0; i < 100 && replied < e.Sum("normd_launches_total"); ++i) {
+      absl::SleepFor(absl::Milliseconds(20));
+      absl::StatusOr<std::string> again = HttpGet(server.metrics_port(), "/metrics");
+      ASSERT_TRUE(again.ok()) << again.status();
+      replied = Parse(*again).Sum("normd_stage_duration_seconds_count", {{"stage", "reply"}});
+    }
+    EXPECT_EQ(replied, e.Sum("normd_launches_total"));
+  }
   EXPECT_GT(e.Sum("normd_kernel_bandwidth_bytes_per_second_count", {{"device", device}}), 0);
   EXPECT_GT(e.Sum("normd_device_copy_bandwidth_bytes_per_second", {{"device", device}}), 0);
   EXPECT_EQ(e.Sum("normd_queue_wait_seconds_count"), 27);  // the requests that reached a worker
