@@ -7,14 +7,15 @@
 
 namespace normd::bench {
 
-LoadGenerator::LoadGenerator(Client& client, std::shared_ptr<const PreparedRequest> request, uint64_t seed)
-    : client_(client), request_(std::move(request)), seed_(seed) {}
+LoadGenerator::LoadGenerator(std::vector<Client*> clients,
+                             std::shared_ptr<const PreparedRequest> request, uint64_t seed)
+    : clients_(std::move(clients)), request_(std::move(request)), seed_(seed) {}
 
 LoadGenerator::~LoadGenerator() { Stop(); }
 
 void LoadGenerator::Start(const LoadSpec& spec) {
   spec_ = spec;
-  if (spec.stream) session_ = client_.OpenStream();
+  if (spec.stream) session_ = clients_.front()->OpenStream();
   {
     normd::MutexLock lock(&mu_);
     running_ = true;
@@ -70,7 +71,9 @@ void LoadGenerator::Issue(absl::Time scheduled) {
   if (session_) {
     session_->Send(request_, std::move(done));
   } else {
-    client_.NormalizeAsync(request_, std::move(done));
+    Client& client =
+        *clients_[next_client_.fetch_add(1, std::memory_order_relaxed) % clients_.size()];
+    client.NormalizeAsync(request_, std::move(done));
   }
 }
 

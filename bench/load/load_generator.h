@@ -1,22 +1,27 @@
-// LoadGenerator: keeps one normd (or normd-echo) busy with one prepared request, closed loop (a fixed
-// number of requests in flight, each completion sending the next) or open loop (a target request rate,
-// Poisson or evenly spaced arrivals), over unary calls or one pipelined StreamSession.
+// LoadGenerator: keeps one normd (or normd-echo) busy with one prepared request, closed loop (a
+// fixed number of requests in flight, each completion sending the next) or open loop (a target
+// request rate, Poisson or evenly spaced arrivals), over unary calls or one pipelined
+// StreamSession. Unary calls take turns over one or more clients (normbench --connections: each
+// client its own connection).
 //
-// The request is marshalled once and shared by every call, so the generator spends its (shared, 2-core)
-// CPU on gRPC alone. In open-loop mode latency is counted from each request's scheduled arrival, not from
-// when it was actually sent, so a stalled generator or server cannot hide queueing (coordinated omission).
+// The request is marshalled once and shared by every call, so the generator spends its (shared,
+// 2-core) CPU on gRPC alone. In open-loop mode latency is counted from each request's scheduled
+// arrival, not from when it was actually sent, so a stalled generator or server cannot hide
+// queueing (coordinated omission).
 //
-// Threads: completions run on gRPC's threads and record into stats_ under mu_; Collect() swaps the stats
-// out. Start/Stop/Collect are called from one controlling thread.
+// Threads: completions run on gRPC's threads and record into stats_ under mu_; Collect() swaps the
+// stats out. Start/Stop/Collect are called from one controlling thread.
 #ifndef NORMD_BENCH_LOAD_LOAD_GENERATOR_H_
 #define NORMD_BENCH_LOAD_LOAD_GENERATOR_H_
 
+#include <atomic>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "base/mutex.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "bench/load/load_stats.h"
 #include "client/normd_client.h"
 
@@ -31,8 +36,10 @@ struct LoadSpec {
 
 class LoadGenerator {
  public:
-  // Borrows `client`, which must outlive the generator.
-  LoadGenerator(Client& client, std::shared_ptr<const PreparedRequest> request, uint64_t seed);
+  // Borrows the clients (at least one), which must outlive the generator. Unary calls go to each in
+  // turn; a stream (LoadSpec::stream) is opened on the first.
+  LoadGenerator(std::vector<Client*> clients, std::shared_ptr<const PreparedRequest> request,
+                uint64_t seed);
   ~LoadGenerator();
 
   void Start(const LoadSpec& spec);
@@ -48,7 +55,8 @@ class LoadGenerator {
   void OnDone(absl::Time scheduled, const absl::StatusOr<NormalizeResult>& result);
   void RunArrivals(LoadSpec spec);
 
-  Client& client_;
+  const std::vector<Client*> clients_;
+  std::atomic<uint64_t> next_client_{0};
   const std::shared_ptr<const PreparedRequest> request_;
   const uint64_t seed_;
   LoadSpec spec_;

@@ -37,6 +37,10 @@ ABSL_FLAG(int64_t, hidden, 4096, "hidden size (row length)");
 ABSL_FLAG(std::string, dtype, "bf16", "bf16, fp16 or fp32");
 ABSL_FLAG(bool, residual, false, "send a residual (fused add)");
 ABSL_FLAG(bool, weight_id, false, "register the weight once and send its id instead of the weight");
+ABSL_FLAG(
+    int, connections, 1,
+    "connections to each server; unary calls take turns over them (one HTTP/2 connection carries "
+    "its calls through one transport: several stand for several client processes)");
 ABSL_FLAG(bool, stream, false, "pipeline the requests over one NormalizeStream instead of unary calls");
 ABSL_FLAG(std::string, request_rate, "",
           "open loop instead: requests per second, a list (the concurrency column then holds the mean "
@@ -66,7 +70,7 @@ constexpr char kWindowCsvHeader[] = "server,point,window,end_s,requests,errors,t
 
 struct Server {
   std::string role;  // "target" or "baseline"
-  std::unique_ptr<Client> client;
+  std::vector<std::unique_ptr<Client>> clients;  // one per connection
   std::unique_ptr<LoadGenerator> generator;
   std::vector<WindowStats> windows;
   absl::Duration measured;
@@ -220,6 +224,11 @@ int Run(int argc, char** argv) {
     points.push_back(p);
   }
 
+  const int connection_count = absl::GetFlag(FLAGS_connections);
+  if (connection_count < 1 || connection_count > 1024) {
+    std::cerr << "normbench: --connections = " << connection_count << ": expected 1 to 1024\n";
+    return 2;
+  }
   std::vector<Server> servers;
   for (const auto& [role, address] : {std::pair<std::string, std::string>{"target", absl::GetFlag(FLAGS_target)},
                                       {"baseline", absl::GetFlag(FLAGS_baseline)}}) {
@@ -228,21 +237,26 @@ int Run(int argc, char** argv) {
     options.target = address;
     options.own_connection = true;
     options.tls = ClientTlsOptionsFromFlags();
-    absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
-    if (!client.ok()) {
-      std::cerr << "normbench: " << role << ": " << client.status().message() << "\n";
-      return 2;
+    Server s;
+    s.role = role;
+    std::vector<Client*> connections;
+    for (int i = 0; i < connection_count; ++i) {
+      absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+      if (!client.ok()) {
+        std::cerr << "normbench: " << role << ": " << client.status().message() << "\n";
+        return 2;
+      }
+      connections.push_back(client->get());
+      s.clients.push_back(*std::move(client));
     }
     absl::StatusOr<std::shared_ptr<const PreparedRequest>> request =
-        MakeRequest(**client, *dtype, absl::GetFlag(FLAGS_seed));
+        MakeRequest(*s.clients.front(), *dtype, absl::GetFlag(FLAGS_seed));
     if (!request.ok()) {
       std::cerr << "normbench: " << role << " (" << address << "): " << request.status() << "\n";
       return 4;
     }
-    Server s;
-    s.role = role;
-    s.generator = std::make_unique<LoadGenerator>(**client, *request, absl::GetFlag(FLAGS_seed));
-    s.client = *std::move(client);
+    s.generator = std::make_unique<LoadGenerator>(std::move(connections), *request,
+                                                  absl::GetFlag(FLAGS_seed));
     servers.push_back(std::move(s));
   }
 

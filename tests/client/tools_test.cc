@@ -8,9 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "client/npy.h"
 #include "client/tensor.h"
 #include "tests/integration/suite_normd.h"
@@ -187,6 +191,45 @@ TEST_F(ToolsTest, NormbenchWindowCsvAndSummaryWindows) {
     for (size_t i = requests.size() - merged; i < requests.size(); ++i) expected += requests[i];
     EXPECT_EQ(std::stoll(cells[5]), expected) << row;
   }
+}
+
+// Established TCP connections on 127.0.0.1:`port` on the listening side, from /proc/net/tcp and
+// tcp6 (gRPC's listener is dual-stack, so its sockets show as IPv4-mapped IPv6): state 01, the
+// local address (hex) 127.0.0.1 or ::ffff:127.0.0.1 with that port.
+int EstablishedConnectionsTo(int port) {
+  const std::string local = absl::StrFormat("0100007F:%04X", port);
+  int count = 0;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      const std::vector<std::string> cells = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (cells.size() > 3 && absl::EndsWith(cells[1], local) && cells[3] == "01") ++count;
+    }
+  }
+  return count;
+}
+
+// --connections=3: normbench's calls arrive over three connections (normd's own process, so that no
+// other test's channel is counted); --connections=0 is refused with exit code 2.
+TEST(NormbenchConnectionsTest, CallsTakeTurnsOverTheConnections) {
+  NormdProcess server;
+  ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();
+  const std::string command =
+      absl::StrCat(NORMBENCH_PATH, " --target=", server.address(),
+                   " --concurrency=6 --rows=1 --hidden=256 --dtype=fp32",
+                   " --duration=3s --window=0.5s --warmup=0.5s --stability=0");
+  std::thread bench([&] { EXPECT_EQ(Shell(command + " --connections=3 > /dev/null"), 0); });
+  // Counted while normbench runs (it connects, then measures for 3.5 s).
+  int most = 0;
+  for (int i = 0; i < 30 && most < 3; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+    most = std::max(most, EstablishedConnectionsTo(server.port()));
+  }
+  bench.join();
+  EXPECT_EQ(most, 3);
+  EXPECT_EQ(Shell(command + " --connections=0 2> /dev/null"), 2);
 }
 
 }  // namespace
