@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "base/cpu_relax.h"
 #include "base/streaming_copy.h"
+#include "base/thread_name.h"
 
 namespace normd {
 namespace {
@@ -109,6 +110,7 @@ void CopyPool::CopyTasks() {
 }
 
 void CopyPool::HelperLoop() {
+  NameThisThread("normd-copy");
   HelperWake wake{&stopping_, &generation_, 0};
   while (true) {
     // Poll a while for the next launch, then sleep until one comes.

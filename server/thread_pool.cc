@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/thread_name.h"
+
 namespace normd {
 namespace {
 
@@ -45,6 +47,7 @@ void ThreadPool::RunTasks() {
 }
 
 void ThreadPool::HelperLoop() {
+  NameThisThread("normd-cpu-pool");
   WakeArgs args{&stopping_, &generation_, 0};
   while (true) {
     {

@@ -20,7 +20,12 @@
 #   echo_ab      two normd-echo binaries side by side: ECHO_A (default: this bundle's) against ECHO_B
 #   normd_ab     two normd builds or flag sets, each against the echo, in turn, AB_ROUNDS times: NORMD_A
 #                (default: this bundle's normd) with AB_FLAGS_A, NORMD_B (default: the same) with
-#                AB_FLAGS_B, at AB_POINTS (rows:concurrency[:residual])       -> normbench_ab_*.csv
+#                AB_FLAGS_B, at AB_POINTS (rows:concurrency[:residual]), with AB_NORMBENCH_FLAGS
+#                (e.g. --connections=8) on every normbench                    -> normbench_ab_*.csv
+#   cpu          where the machine's CPU goes (tests/gpu/cpu_point.py): normbench against one server at a
+#                time, the echo and then normd with each flag set of CPU_VARIANTS (';'-separated;
+#                "default": none), in turn, CPU_ROUNDS times, at CPU_POINTS (rows:concurrency[:residual]):
+#                busy cores, the server's by thread name, CPU microseconds per request
 # Everything printed goes to stdout; tee it into $OUT.
 # Usage (repository root, after `../shared/gpu/bundle.sh build/cuda-h200 .gpu`):
 #   STEPS="integration serve" tests/gpu/run_server_h200.sh
@@ -234,11 +239,47 @@ if has normd_ab; then
         flag=""; [[ $mode == residual ]] && flag=--residual
         name="ab_${side}_r${round}_${rows}x4096_${mode:-plain}_c$c"
         stamp "normd_ab $name: $bin $flags"
-        compare_point 9501 60 "$name" 127.0.0.1:50101 127.0.0.1:50102 "$c" "$rows" $flag
+        compare_point 9501 60 "$name" 127.0.0.1:50101 127.0.0.1:50102 "$c" "$rows" $flag ${AB_NORMBENCH_FLAGS:-}
       done
       kill -TERM $pid; wait $pid
     done
   done
   kill -TERM "$echo_pid"
+fi
+# cpu: the servers of one point measured one after another, each alone, with the machine's and the
+# server's CPU time over the run (cpu_point.py), and normd's launches from /metrics.
+if has cpu; then
+  normd-echo --listen=127.0.0.1:50112 2>"$OUT/echo_cpu.log" &
+  echo_pid=$!
+  wait_serving "$OUT/echo_cpu.log" "listening on"
+  IFS=';' read -ra variants <<<"${CPU_VARIANTS:-default}"
+  pids=()
+  for i in "${!variants[@]}"; do
+    flags=${variants[$i]}; [[ $flags == default ]] && flags=""
+    normd --backend=cuda $flags --listen=127.0.0.1:$((50120 + i)) --metrics-listen=127.0.0.1:$((9520 + i)) \
+      2>"$OUT/normd_cpu_$i.log" &
+    pids+=($!)
+    wait_serving "$OUT/normd_cpu_$i.log" "normd serving"
+  done
+  for round in $(seq 1 "${CPU_ROUNDS:-1}"); do
+    for point in ${CPU_POINTS:-"1:64" "1:256" "64:64" "1:1"}; do
+      IFS=: read -r rows c mode <<<"$point"
+      flag=""; [[ $mode == residual ]] && flag=--residual
+      load=(--concurrency="$c" --rows="$rows" --hidden=4096 --dtype=bf16 $flag --duration="$DURATION" --warmup=1s)
+      stamp "cpu r$round ${rows}x4096 ${mode:-plain} c=$c: echo"
+      python3 "$root/tests/gpu/cpu_point.py" --pid "$echo_pid" --label "r$round ${rows}x4096 ${mode:-plain} c=$c echo" \
+        -- normbench --target=127.0.0.1:50112 "${load[@]}"
+      for i in "${!variants[@]}"; do
+        stamp "cpu r$round ${rows}x4096 ${mode:-plain} c=$c: normd ${variants[$i]}"
+        scrape $((9520 + i)) >"$OUT/m_before.txt"
+        python3 "$root/tests/gpu/cpu_point.py" --pid "${pids[$i]}" \
+          --label "r$round ${rows}x4096 ${mode:-plain} c=$c normd ${variants[$i]}" \
+          -- normbench --target=127.0.0.1:$((50120 + i)) "${load[@]}"
+        scrape $((9520 + i)) >"$OUT/m_after.txt"
+        python3 "$delta" "$OUT/m_before.txt" "$OUT/m_after.txt"
+      done
+    done
+  done
+  kill -TERM "$echo_pid" "${pids[@]}"
 fi
 stamp done
