@@ -44,7 +44,8 @@ Backend MakeCpuBackend(const ServerConfig& config, ServerMetrics* metrics) {
   // One worker owning a pool of every core: a launch is spread over the cores, and requests that
   // arrive meanwhile batch up behind it.
   backend.workers.push_back(
-      std::make_unique<Worker>(std::make_unique<CpuExecutor>(config.cpu_threads), config.batch, metrics));
+      std::make_unique<Worker>(std::make_unique<CpuExecutor>(config.cpu_threads), config.batch,
+                               metrics, config.reply_threads > 0 ? config.reply_threads : 1));
   normd::v1::Device device;
   device.set_name(absl::StrCat("cpu (", config.cpu_threads, " threads)"));
   device.set_memory_bytes(static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE));

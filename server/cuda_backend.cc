@@ -141,6 +141,9 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
       options.copy_threads > 1 ? absl::StrCat(", polling ", absl::FormatDuration(options.copy_spin),
                                               " after each launch")
                                : std::string());
+  const int reply_threads =
+      config.reply_threads > 0 ? config.reply_threads : AutomaticReplyThreads(cpus, workers);
+  Log(LogLevel::kInfo, "answering a launch's requests: ", reply_threads, " threads per worker");
   for (int gpu : *gpus) {
     cudaDeviceProp props{};
     if (cudaError_t e = cudaGetDeviceProperties(&props, gpu); e != cudaSuccess) {
@@ -165,7 +168,8 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
       absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
           CudaExecutor::Create(gpu, w, options, metrics);
       if (!executor.ok()) return executor.status();
-      backend.workers.push_back(std::make_unique<Worker>(*std::move(executor), limits, metrics));
+      backend.workers.push_back(
+          std::make_unique<Worker>(*std::move(executor), limits, metrics, reply_threads));
     }
   }
   return backend;

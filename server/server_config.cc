@@ -42,6 +42,11 @@ ABSL_FLAG(int, copy_threads, 0,
 ABSL_FLAG(int64_t, copy_spin_us, -1,
           "CUDA backend: how long copy threads poll for the next launch before sleeping (-1 = as "
           "long as --busy-poll-us resolves to)");
+ABSL_FLAG(
+    int, reply_threads, 0,
+    "Threads that answer a finished launch's requests (build the responses and hand them to gRPC), "
+    "the worker's own included, so that the worker goes back to launching (0 = automatic: with the "
+    "CUDA backend half the CPUs per worker, at most 4; with the CPU backend 1, the worker alone)");
 ABSL_FLAG(int64_t, overlap_min_bytes, int64_t{256} << 10,
           "CUDA backend: a launch starts while another is still on the device only if it carries at least "
           "this many payload bytes; smaller requests wait and go out together (0 = always overlap)");
@@ -174,6 +179,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   c.copy_threads = absl::GetFlag(FLAGS_copy_threads);
   c.copy_spin_as_busy_poll =
       ReadAutomaticMicroseconds(absl::GetFlag(FLAGS_copy_spin_us), &c.copy_spin);
+  c.reply_threads = absl::GetFlag(FLAGS_reply_threads);
   c.max_hidden = absl::GetFlag(FLAGS_max_hidden);
   c.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   c.batch.max_rows = absl::GetFlag(FLAGS_max_batch_rows);
@@ -229,6 +235,10 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
         "--copy_threads = ", c.copy_threads,
         " must be >= 0 and --copy_spin_us = ", absl::GetFlag(FLAGS_copy_spin_us), " >= -1"));
   }
+  if (c.reply_threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--reply_threads = ", c.reply_threads, " must be >= 0 (0 = automatic)"));
+  }
   if (absl::GetFlag(FLAGS_busy_poll_us) < -1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--busy_poll_us = ", absl::GetFlag(FLAGS_busy_poll_us),
@@ -259,6 +269,11 @@ absl::Duration AutomaticBusyPoll(int usable_cpus, int cuda_workers) {
 int AutomaticCopyThreads(int usable_cpus, int cuda_workers) {
   if (cuda_workers <= 0) return 1;
   return std::clamp(usable_cpus / cuda_workers / 2, 1, kMaxAutomaticCopyThreads);
+}
+
+int AutomaticReplyThreads(int usable_cpus, int cuda_workers) {
+  if (cuda_workers <= 0) return 1;
+  return std::clamp(usable_cpus / cuda_workers / 2, 1, kMaxAutomaticReplyThreads);
 }
 
 }  // namespace normd

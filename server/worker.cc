@@ -7,6 +7,7 @@
 
 #include "absl/time/clock.h"
 #include "base/cpu_relax.h"
+#include "base/thread_name.h"
 #include "server/log.h"
 
 namespace normd {
@@ -34,8 +35,13 @@ bool QueueHoldsBytes(const WorkQueue& queue, int64_t bytes) {
 
 }  // namespace
 
-Worker::Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits, ServerMetrics* metrics)
-    : executor_(std::move(executor)), limits_(limits), metrics_(metrics), thread_([this] { Loop(); }) {}
+Worker::Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits, ServerMetrics* metrics,
+               int reply_threads)
+    : executor_(std::move(executor)),
+      limits_(limits),
+      metrics_(metrics),
+      replies_(reply_threads),
+      thread_([this] { Loop(); }) {}
 
 Worker::~Worker() { Stop(); }
 
@@ -97,6 +103,7 @@ void Worker::Stop() {
     queue_events_.fetch_add(1, std::memory_order_release);  // ends a busy poll
   }
   if (thread_.joinable()) thread_.join();
+  replies_.Drain();  // answers the worker posted last may still be on their way
 }
 
 void Worker::SetPolling(bool polling) {
@@ -114,6 +121,7 @@ void Worker::PollForWork(int64_t seen, absl::Time until) {
 }
 
 void Worker::Loop() {
+  NameThisThread("normd-worker");
   std::vector<std::pair<std::unique_ptr<WorkItem>, absl::Status>> dropped;
   // Started launches not yet finished, oldest first: up to executor_->max_in_flight() of them, so
   // that packing and copying launch k+1 overlaps the device work of launch k.
@@ -124,12 +132,14 @@ void Worker::Loop() {
     // Nothing in flight and the queue was empty when last looked at: poll a while before sleeping
     // (--busy-poll-us). `poll_from` was read under that lock, so a request queued since ends the poll
     // at once.
+    if (in_flight.empty() && poll_from >= 0) AnswerWhileIdle(poll_from);
     if (in_flight.empty() && poll_from >= 0 && limits_.busy_poll > absl::ZeroDuration()) {
       SetPolling(true);
       PollForWork(poll_from, absl::Now() + limits_.busy_poll);
       SetPolling(false);
     }
     Launch launch;
+    bool answer_instead_of_waiting = false;
     {
       normd::MutexLock lock(&mu_);
       if (in_flight.empty()) {
@@ -159,6 +169,9 @@ void Worker::Loop() {
           if (launch_at <= now || stopping_) {
             launch = TakeLaunch(queue_, limits_);
             last_launch_requests_ = static_cast<int64_t>(launch.items.size());
+          } else if (in_flight.empty() && replies_.has_posted()) {
+            // The launch waits for company: send an answer meanwhile, then look again.
+            answer_instead_of_waiting = true;
           } else if (in_flight.empty()) {
             // A partial launch may wait for company until launch_at, or until more requests arrive.
             QueueChanged args{&queue_, &stopping_, queue_.size()};
@@ -179,6 +192,7 @@ void Worker::Loop() {
       item->Complete(status);
     }
     dropped.clear();
+    if (answer_instead_of_waiting) replies_.AnswerOne();
     if (!launch.items.empty()) {
       InFlight started{std::move(launch), absl::Now(), {}};
       const absl::Status status = executor_->Start(started.launch, started.stages);
@@ -219,17 +233,40 @@ void Worker::CompleteLaunch(InFlight& done, const absl::Status& status) {
   report.batch_rows = static_cast<int32_t>(launch.rows);
   report.batch_requests = static_cast<int32_t>(launch.items.size());
   const absl::Time reply_start = absl::Now();
-  for (auto& item : launch.items) {
+  // With reply threads, every request but the first goes to them; the first is answered here, with
+  // no wake-up between the device and its client.
+  const bool post_others = replies_.helpers() > 0 && launch.items.size() > 1;
+  PendingAnswer first;
+  std::vector<PendingAnswer> others;
+  for (size_t i = 0; i < launch.items.size(); ++i) {
+    std::unique_ptr<WorkItem>& item = launch.items[i];
     report.queue_wait = done.started - item->enqueued;
     load_rows_.fetch_sub(item->rows(), std::memory_order_relaxed);
     if (metrics_ != nullptr && !item->is_warm_up) {
       metrics_->QueueWait(report.queue_wait);
       if (status.ok()) metrics_->Payload(item->bytes(), item->bytes());
     }
-    item->Complete(status, report);
+    PendingAnswer answer{std::move(item), status, report};
+    if (!post_others) {
+      SendAnswer(answer);
+    } else if (i == 0) {
+      first = std::move(answer);
+    } else {
+      others.push_back(std::move(answer));
+    }
   }
+  if (post_others) {
+    replies_.Post(others);
+    SendAnswer(first);
+  }
+  // The worker's own share of the answers: with reply threads, the first request and the posting.
   if (metrics_ != nullptr && status.ok())
     metrics_->LaunchReplied(executor_->device(), absl::Now() - reply_start);
+}
+
+void Worker::AnswerWhileIdle(int64_t seen) {
+  while (queue_events_.load(std::memory_order_acquire) == seen && replies_.AnswerOne()) {
+  }
 }
 
 }  // namespace normd

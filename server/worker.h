@@ -3,8 +3,9 @@
 //
 // The thread sleeps while the queue is empty. When a request arrives and the worker is idle it
 // launches at once; while a launch runs, new requests accumulate and go out together in the next
-// one (see batch_former.h for the rules). Each request is answered from this thread as soon as its
-// launch ends.
+// one (see batch_former.h for the rules). As soon as a launch ends, this thread answers its first
+// request and, with reply threads (--reply-threads, server/reply_pool.h), posts the others to them
+// and goes back to launching; it answers posted ones itself when it has nothing to launch.
 //
 // The shortcut: when the thread is idle, the queue is empty, batching does not wait
 // (--max-queue-delay-us = 0, and no company is expected: see BatchLimits::company_wait) and the
@@ -36,6 +37,7 @@
 #include "server/batch_executor.h"
 #include "server/batch_former.h"
 #include "server/metrics.h"
+#include "server/reply_pool.h"
 
 namespace normd {
 
@@ -47,8 +49,10 @@ inline constexpr int64_t kBusyPollHandOffMaxBytes = int64_t{64} << 10;
 
 class Worker {
  public:
-  // `metrics` may be null (unit tests); otherwise it must outlive the worker.
-  Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits, ServerMetrics* metrics = nullptr);
+  // `metrics` may be null (unit tests); otherwise it must outlive the worker. `reply_threads`:
+  // threads answering a launch's requests, the worker's own included (1: the worker alone).
+  Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits,
+         ServerMetrics* metrics = nullptr, int reply_threads = 1);
   ~Worker();  // drains and joins, like Stop()
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -57,7 +61,8 @@ class Worker {
   // returns (the shortcut above), or later from the worker thread.
   void Submit(std::unique_ptr<WorkItem> item);
 
-  // Answers every queued request (computing it), then ends the thread. Idempotent.
+  // Answers every queued request (computing it), then ends the thread; returns once every answer
+  // is sent. Idempotent.
   void Stop();
 
   // Rows queued or running here: the scheduler sends new work to the worker with the least.
@@ -81,8 +86,11 @@ class Worker {
   // Claims the idle executor for the calling thread if the shortcut applies; true if it did.
   bool TryClaimForCaller(const WorkItem& item);
   void RunOnCallerThread(std::unique_ptr<WorkItem> item);
-  // Answers every request of a finished (or failed) launch and records it in the metrics.
+  // Answers every request of a finished (or failed) launch, or posts all but the first to the reply
+  // threads, and records the launch in the metrics.
   void CompleteLaunch(InFlight& done, const absl::Status& status);
+  // Sends posted answers on this thread while no request has been queued since `seen`.
+  void AnswerWhileIdle(int64_t seen);
 
   const std::unique_ptr<BatchExecutor> executor_;  // used by the worker thread only
   const BatchLimits limits_;
@@ -101,6 +109,8 @@ class Worker {
   bool polling_ ABSL_GUARDED_BY(mu_) = false;  // the thread busy-polls, nothing in flight
   // Requests the last launch carried: how many the next may wait for (BatchLimits::company_wait).
   int64_t last_launch_requests_ ABSL_GUARDED_BY(mu_) = 1;
+  // Answers posted by CompleteLaunch; sent by its helpers and by the worker thread when idle.
+  ReplyPool replies_;
   std::thread thread_;  // last: starts after everything above is built
 };
 

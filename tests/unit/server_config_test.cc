@@ -76,6 +76,24 @@ TEST(ServerConfigTest, AutomaticCopyThreadsAreHalfTheCpusPerWorkerUpToFour) {
   EXPECT_EQ(AutomaticCopyThreads(16, 0), 1);
 }
 
+TEST(ServerConfigTest, ReplyThreadsAreReadAndCheckedWithTheirValue) {
+  absl::FlagSaver restore_flags;
+  absl::StatusOr<ServerConfig> config = Load({"--reply-threads=3"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->reply_threads, 3);
+  config = Load({"--reply-threads=-2"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("--reply_threads = -2"), std::string::npos)
+      << config.status();
+}
+
+TEST(ServerConfigTest, AutomaticReplyThreadsAreHalfTheCpusPerWorkerUpToFour) {
+  EXPECT_EQ(AutomaticReplyThreads(/*usable_cpus=*/16, /*cuda_workers=*/2), 4);  // the H200 machine
+  EXPECT_EQ(AutomaticReplyThreads(2, 1), 1);  // a 2-core machine: the worker answers alone
+  EXPECT_EQ(AutomaticReplyThreads(128, 16), 4);
+  EXPECT_EQ(AutomaticReplyThreads(16, 0), 1);
+}
+
 TEST(ServerConfigTest, AutomaticBusyPollNeedsFourCpusPerWorker) {
   EXPECT_EQ(AutomaticBusyPoll(/*usable_cpus=*/16, /*cuda_workers=*/2),
             kBusyPollAutomatic);  // the H200 machine
