@@ -25,7 +25,8 @@
 #   cpu          where the machine's CPU goes (tests/gpu/cpu_point.py): normbench against one server at a
 #                time, the echo and then normd with each flag set of CPU_VARIANTS (';'-separated;
 #                "default": none), in turn, CPU_ROUNDS times, at CPU_POINTS (rows:concurrency[:residual]):
-#                busy cores, the server's by thread name, CPU microseconds per request
+#                busy cores, the server's by thread name, CPU microseconds per request (CPU_NORMBENCH_FLAGS:
+#                more normbench flags, e.g. --connections=8)
 # Everything printed goes to stdout; tee it into $OUT.
 # Usage (repository root, after `../shared/gpu/bundle.sh build/cuda-h200 .gpu`):
 #   STEPS="integration serve" tests/gpu/run_server_h200.sh
@@ -265,7 +266,8 @@ if has cpu; then
     for point in ${CPU_POINTS:-"1:64" "1:256" "64:64" "1:1"}; do
       IFS=: read -r rows c mode <<<"$point"
       flag=""; [[ $mode == residual ]] && flag=--residual
-      load=(--concurrency="$c" --rows="$rows" --hidden=4096 --dtype=bf16 $flag --duration="$DURATION" --warmup=1s)
+      load=(--concurrency="$c" --rows="$rows" --hidden=4096 --dtype=bf16 $flag --duration="$DURATION" --warmup=1s
+            ${CPU_NORMBENCH_FLAGS:-})
       stamp "cpu r$round ${rows}x4096 ${mode:-plain} c=$c: echo"
       python3 "$root/tests/gpu/cpu_point.py" --pid "$echo_pid" --label "r$round ${rows}x4096 ${mode:-plain} c=$c echo" \
         -- normbench --target=127.0.0.1:50112 "${load[@]}"
