@@ -60,9 +60,9 @@ class ServerMetrics {
   // One launch: its size, stage times, and the bytes its kernel moved (for the achieved bandwidth).
   void Launch(absl::string_view device, int64_t rows, int64_t requests, const StageTimes& stages,
               int64_t kernel_bytes);
-  // The time a finished launch took to answer its requests (building each response and handing it
-  // to gRPC): the "reply" stage, observed after Launch because it comes after the launch is
-  // counted.
+  // The worker's time answering a finished launch's requests (building each response and handing it
+  // to gRPC; with reply threads, the first request and posting the others): the "reply" stage,
+  // observed after Launch because it comes after the launch is counted.
   void LaunchReplied(absl::string_view device, absl::Duration duration);
   void SetDeviceCopyBandwidth(const std::string& device, double bytes_per_second);
   // Pinned host <-> device copy bandwidth measured at start-up; direction "h2d" or "d2h".
