@@ -266,14 +266,23 @@ absl::Duration AutomaticBusyPoll(int usable_cpus, int cuda_workers) {
   return kBusyPollAutomatic;
 }
 
-int AutomaticCopyThreads(int usable_cpus, int cuda_workers) {
+namespace {
+
+// Half the usable CPUs each CUDA worker has, at least 1 and at most `most`: the rule both the copy
+// and the reply threads' automatic choices follow.
+int HalfTheCpusPerWorker(int usable_cpus, int cuda_workers, int most) {
   if (cuda_workers <= 0) return 1;
-  return std::clamp(usable_cpus / cuda_workers / 2, 1, kMaxAutomaticCopyThreads);
+  return std::clamp(usable_cpus / cuda_workers / 2, 1, most);
+}
+
+}  // namespace
+
+int AutomaticCopyThreads(int usable_cpus, int cuda_workers) {
+  return HalfTheCpusPerWorker(usable_cpus, cuda_workers, kMaxAutomaticCopyThreads);
 }
 
 int AutomaticReplyThreads(int usable_cpus, int cuda_workers) {
-  if (cuda_workers <= 0) return 1;
-  return std::clamp(usable_cpus / cuda_workers / 2, 1, kMaxAutomaticReplyThreads);
+  return HalfTheCpusPerWorker(usable_cpus, cuda_workers, kMaxAutomaticReplyThreads);
 }
 
 }  // namespace normd

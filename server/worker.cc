@@ -129,9 +129,9 @@ void Worker::Loop() {
   const size_t max_in_flight = static_cast<size_t>(std::max(1, executor_->max_in_flight()));
   int64_t poll_from = -1;  // -1: do not poll (work may be queued, or stopping)
   while (true) {
-    // Nothing in flight and the queue was empty when last looked at: poll a while before sleeping
-    // (--busy-poll-us). `poll_from` was read under that lock, so a request queued since ends the poll
-    // at once.
+    // Nothing in flight and the queue was empty when last looked at: send answers posted to the
+    // reply threads that none has taken yet, then poll a while before sleeping (--busy-poll-us).
+    // `poll_from` was read under that lock, so a request queued since ends either at once.
     if (in_flight.empty() && poll_from >= 0) AnswerWhileIdle(poll_from);
     if (in_flight.empty() && poll_from >= 0 && limits_.busy_poll > absl::ZeroDuration()) {
       SetPolling(true);

@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "base/mutex.h"
-#include "server/scheduler.h"
+#include "server/worker.h"
+#include "tests/unit/fake_executor.h"
 
 namespace normd {
 namespace {
@@ -131,33 +131,23 @@ TEST(ReplyPoolTest, DestructionSendsWhatIsStillPosted) {
   ExpectEachAnsweredOnce(answers);
 }
 
-// Holds each launch until released, so that requests queue up behind the first.
-class HeldExecutor : public BatchExecutor {
- public:
-  absl::Status Start(const Launch& /*launch*/, StageTimes& /*stages*/) override {
-    if (starts_.fetch_add(1) == 0) release_.WaitForNotification();
-    return absl::OkStatus();
-  }
-  std::string name() const override { return "held"; }
-  std::string device() const override { return "fake"; }
-  normd::Notification release_;
-  std::atomic<int> starts_{0};
-};
-
 TEST(WorkerReplyThreadsTest, ALaunchsAnswersAreSpreadAndAllSentBeforeStopReturns) {
-  auto executor = std::make_unique<HeldExecutor>();
-  HeldExecutor* held = executor.get();
+  auto executor = std::make_unique<FakeExecutor>();
+  FakeExecutor* fake = executor.get();
+  fake->hold_first_ = true;
   Worker worker(std::move(executor), BatchLimits{}, /*metrics=*/nullptr, /*reply_threads=*/4);
   Answers answers(41);
   worker.Submit(CountedItem(answers, 0, absl::Milliseconds(10)));
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (held->starts_.load() == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
-  ASSERT_EQ(held->starts_.load(), 1);
+  while (fake->started_.load() == 0 && absl::Now() < deadline)
+    absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_EQ(fake->started_.load(), 1);
   // 40 requests queue behind the held launch and go out in one launch of 40 once it is released.
   for (int i = 1; i <= 40; ++i) worker.Submit(CountedItem(answers, i, absl::Milliseconds(10)));
-  held->release_.Notify();
+  fake->release_.Notify();
   worker.Stop();  // 41 answers of 10 ms: sent, by several threads, before Stop returns
   ExpectEachAnsweredOnce(answers);
+  EXPECT_EQ(fake->launch_sizes(), (std::vector<int>{1, 40}));
   EXPECT_GE(answers.distinct_threads(), 2u);
   EXPECT_EQ(worker.load_rows(), 0);
 }

@@ -12,38 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "base/mutex.h"
 #include "server/thread_pool.h"
+#include "tests/unit/fake_executor.h"
 
 namespace normd {
 namespace {
-
-// Records launches; the first launch can be held until the test releases it.
-class FakeExecutor : public BatchExecutor {
- public:
-  absl::Status Start(const Launch& launch, StageTimes& /*stages*/) override {
-    {
-      normd::MutexLock lock(&mu_);
-      launch_sizes_.push_back(static_cast<int>(launch.items.size()));
-    }
-    started_.fetch_add(1);
-    if (hold_first_ && launch_count_++ == 0) release_.WaitForNotification();
-    return absl::OkStatus();
-  }
-  std::string name() const override { return "fake"; }
-  std::string device() const override { return "fake"; }
-
-  std::vector<int> launch_sizes() {
-    normd::MutexLock lock(&mu_);
-    return launch_sizes_;
-  }
-  bool hold_first_ = false;
-  normd::Notification release_;
-  std::atomic<int> started_{0};
-
- private:
-  int launch_count_ = 0;
-  normd::Mutex mu_;
-  std::vector<int> launch_sizes_;
-};
 
 struct Tracker {
   std::atomic<int> ok{0};
