@@ -212,13 +212,14 @@ int EstablishedConnectionsTo(int port) {
 }
 
 // --connections=3: normbench's calls arrive over three connections (normd's own process, so that no
-// other test's channel is counted); --connections=0 is refused with exit code 2.
+// other test's channel is counted); --connections=0 is refused with exit code 2. A low open-loop rate
+// keeps the run light: on CI it shares two cores, under TSan, with the tests beside it.
 TEST(NormbenchConnectionsTest, CallsTakeTurnsOverTheConnections) {
   NormdProcess server;
   ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();
   const std::string command =
       absl::StrCat(NORMBENCH_PATH, " --target=", server.address(),
-                   " --concurrency=6 --rows=1 --hidden=256 --dtype=fp32",
+                   " --request-rate=300 --arrivals=constant --rows=1 --hidden=256 --dtype=fp32",
                    " --duration=3s --window=0.5s --warmup=0.5s --stability=0");
   std::thread bench([&] { EXPECT_EQ(Shell(command + " --connections=3 > /dev/null"), 0); });
   // Counted while normbench runs (it connects, then measures for 3.5 s).
