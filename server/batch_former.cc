@@ -36,6 +36,19 @@ void RemoveDeadRequests(WorkQueue& queue, absl::Time now,
   }
 }
 
+CompanyMemory::CompanyMemory(int launches)
+    : recent_(static_cast<size_t>(std::max(1, launches)), 1) {}
+
+void CompanyMemory::Record(int64_t requests) {
+  recent_[next_] = requests;
+  next_ = (next_ + 1) % recent_.size();
+}
+
+int64_t CompanyMemory::Expected(const BatchLimits& limits) const {
+  const int64_t most = *std::max_element(recent_.begin(), recent_.end());
+  return std::min(most, limits.company_max_requests);
+}
+
 bool WaitsForCompany(const BatchLimits& limits, int64_t expected_requests) {
   return limits.company_wait > absl::ZeroDuration() &&
          expected_requests >= std::max<int64_t>(2, limits.company_min_requests);

@@ -127,8 +127,10 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
   if (config.company_wait_automatic) {
     limits.company_wait = kCompanyWaitAutomatic;
     Log(LogLevel::kInfo, "waiting for company (--company-wait-us=-1, automatic): up to ",
-        absl::FormatDuration(limits.company_wait), " after a launch of at least ",
-        limits.company_min_requests, " requests");
+        absl::FormatDuration(limits.company_wait),
+        " for as many requests as the largest of the last ", limits.company_memory,
+        " launches carried, if at least ", limits.company_min_requests, ", at most ",
+        limits.company_max_requests);
   }
   CudaExecutorOptions options;
   options.weight_cache_bytes = config.max_weight_bytes;

@@ -59,12 +59,19 @@ ABSL_FLAG(int64_t, max_queue_delay_us, 0,
           "How long a partial launch may wait for company once its worker is free (0 = never wait)");
 ABSL_FLAG(int64_t, company_wait_us, -1,
           "Adaptive batching for clients that wait for each answer: a launch may wait up to this "
-          "long for as many requests as the worker's previous launch carried, if that launch "
-          "carried at least --company-min-requests (0 = off; -1 = automatic: 1000 with the CUDA "
-          "backend, else off)");
+          "long for as many requests as the largest of the worker's last --company-memory launches "
+          "carried (at most --company-max-requests), if that is at least --company-min-requests "
+          "(0 = off; -1 = automatic: 1000 with the CUDA backend, else off)");
 ABSL_FLAG(int64_t, company_min_requests, 9,
-          "With --company-wait-us: only a launch that carried at least this many requests makes "
-          "the next one wait for company, so that fewer clients than this are never held");
+          "With --company-wait-us: only an expectation of at least this many requests makes a "
+          "launch wait for company, so that fewer clients than this are never held");
+ABSL_FLAG(int64_t, company_max_requests, 16,
+          "With --company-wait-us: a launch waits for at most this many requests (the ones queued "
+          "beyond them still ride along)");
+ABSL_FLAG(
+    int64_t, company_memory, 8,
+    "With --company-wait-us: how many of its last launches a worker remembers when it decides "
+    "how many requests to wait for (1: the last launch alone)");
 ABSL_FLAG(int64_t, busy_poll_us, -1,
           "Latency for CPU: after its last launch a worker's thread polls for new requests this long (a "
           "core busy meanwhile) instead of sleeping, and launches small ones (up to 64 KiB) itself with its "
@@ -188,6 +195,13 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   c.company_wait_automatic =
       ReadAutomaticMicroseconds(absl::GetFlag(FLAGS_company_wait_us), &c.batch.company_wait);
   c.batch.company_min_requests = absl::GetFlag(FLAGS_company_min_requests);
+  c.batch.company_max_requests = absl::GetFlag(FLAGS_company_max_requests);
+  const int64_t company_memory = absl::GetFlag(FLAGS_company_memory);
+  if (company_memory < 1 || company_memory > kMaxCompanyMemory) {
+    return absl::InvalidArgumentError(absl::StrCat("--company_memory = ", company_memory,
+                                                   " must be in [1, ", kMaxCompanyMemory, "]"));
+  }
+  c.batch.company_memory = static_cast<int>(company_memory);
   c.busy_poll_automatic =
       ReadAutomaticMicroseconds(absl::GetFlag(FLAGS_busy_poll_us), &c.batch.busy_poll);
   c.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes);
@@ -212,6 +226,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
         {"max_batch_rows", c.batch.max_rows},
         {"max_batch_bytes", c.batch.max_bytes},
         {"company_min_requests", c.batch.company_min_requests},
+        {"company_max_requests", c.batch.company_max_requests},
         {"max_queue_bytes", c.max_queue_bytes},
         {"max_weight_bytes", c.max_weight_bytes},
         {"stream_max_inflight", c.stream_max_inflight},
@@ -229,6 +244,13 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
                      ", --company_wait_us = ", absl::GetFlag(FLAGS_company_wait_us),
                      " and --drain_timeout = ", absl::FormatDuration(c.drain_timeout),
                      " must be >= 0 (--company_wait_us may be -1: automatic)"));
+  }
+  if (c.batch.company_max_requests < c.batch.company_min_requests) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--company_max_requests = ", c.batch.company_max_requests,
+                     " is below --company_min_requests = ", c.batch.company_min_requests,
+                     ": no launch would ever wait for company (--company_wait_us=0 turns "
+                     "waiting off)"));
   }
   if (c.copy_threads < 0 || absl::GetFlag(FLAGS_copy_spin_us) < -1) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -76,6 +76,8 @@ absl::Duration AutomaticBusyPoll(int usable_cpus, int cuda_workers);
 // launch"). The CPU backend computes every row on the host, where a launch costs in proportion to
 // its rows: it does not wait.
 inline constexpr absl::Duration kCompanyWaitAutomatic = absl::Microseconds(1000);
+// The most launches --company-memory may remember (the expectation is a scan over them per launch).
+inline constexpr int64_t kMaxCompanyMemory = 1024;
 
 // --copy-threads's automatic choice: half the usable CPUs each CUDA worker has, at most
 // kMaxAutomaticCopyThreads and at least 1 (the worker's own thread alone). On the H200 machine (16

@@ -40,6 +40,7 @@ Worker::Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits, Serv
     : executor_(std::move(executor)),
       limits_(limits),
       metrics_(metrics),
+      company_(limits.company_memory),
       replies_(reply_threads),
       thread_([this] { Loop(); }) {}
 
@@ -76,7 +77,7 @@ bool Worker::TryClaimForCaller(const WorkItem& item) {
   // A polling thread is as idle as a sleeping one: it launches nothing until it takes the lock.
   if (!(thread_idle_ || polling_) || caller_running_ || !queue_.empty() || stopping_ || exited_) return false;
   // Other clients are taking turns with this one: let the worker thread gather them into one launch.
-  if (WaitsForCompany(limits_, last_launch_requests_)) return false;
+  if (WaitsForCompany(limits_, company_.Expected(limits_))) return false;
   caller_running_ = true;
   return true;
 }
@@ -93,7 +94,7 @@ void Worker::RunOnCallerThread(std::unique_ptr<WorkItem> item) {
   // Releasing the executor wakes the worker thread if requests queued up meanwhile.
   normd::MutexLock lock(&mu_);
   caller_running_ = false;
-  last_launch_requests_ = 1;
+  company_.Record(1);
 }
 
 void Worker::Stop() {
@@ -165,10 +166,11 @@ void Worker::Loop() {
         const absl::Time now = absl::Now();
         RemoveDeadRequests(queue_, now, dropped);
         if (!queue_.empty()) {
-          const absl::Time launch_at = NextLaunchTime(queue_, limits_, now, last_launch_requests_);
+          const absl::Time launch_at =
+              NextLaunchTime(queue_, limits_, now, company_.Expected(limits_));
           if (launch_at <= now || stopping_) {
             launch = TakeLaunch(queue_, limits_);
-            last_launch_requests_ = static_cast<int64_t>(launch.items.size());
+            company_.Record(static_cast<int64_t>(launch.items.size()));
           } else if (in_flight.empty() && replies_.has_posted()) {
             // The launch waits for company: send an answer meanwhile, then look again.
             answer_instead_of_waiting = true;

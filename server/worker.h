@@ -107,8 +107,9 @@ class Worker {
   bool thread_idle_ ABSL_GUARDED_BY(mu_) = false;  // the thread waits for work, nothing in flight
   bool caller_running_ ABSL_GUARDED_BY(mu_) = false;  // a submitting thread is using the executor
   bool polling_ ABSL_GUARDED_BY(mu_) = false;  // the thread busy-polls, nothing in flight
-  // Requests the last launch carried: how many the next may wait for (BatchLimits::company_wait).
-  int64_t last_launch_requests_ ABSL_GUARDED_BY(mu_) = 1;
+  // The sizes of the last launches: how many requests the next may wait for
+  // (BatchLimits::company_wait).
+  CompanyMemory company_ ABSL_GUARDED_BY(mu_);
   // Answers posted by CompleteLaunch; sent by its helpers and by the worker thread when idle.
   ReplyPool replies_;
   std::thread thread_;  // last: starts after everything above is built

@@ -101,6 +101,33 @@ TEST(BatchFormerTest, CompanyWaitHoldsOnlyAfterALaunchOfAtLeastTheMinimumRequest
   EXPECT_TRUE(WaitsForCompany(limits, 2));
 }
 
+TEST(BatchFormerTest, CompanyMemoryExpectsTheLargestOfTheLastLaunchesUpToTheMaximum) {
+  BatchLimits limits;
+  limits.company_memory = 3;
+  limits.company_max_requests = 16;
+  CompanyMemory memory(limits.company_memory);
+  EXPECT_EQ(memory.Expected(limits), 1) << "nothing recorded yet: a lone request never waits";
+  memory.Record(12);
+  memory.Record(5);
+  memory.Record(7);
+  EXPECT_EQ(memory.Expected(limits), 12) << "two short launches after a launch of 12 keep it";
+  memory.Record(6);
+  EXPECT_EQ(memory.Expected(limits), 7) << "the launch of 12 is three launches back: forgotten";
+  memory.Record(40);
+  EXPECT_EQ(memory.Expected(limits), 16) << "capped at company_max_requests";
+  memory.Record(1);
+  memory.Record(1);
+  memory.Record(1);
+  EXPECT_EQ(memory.Expected(limits), 1)
+      << "clients that left are forgotten after company_memory launches";
+  // A memory of one launch is the last launch alone.
+  CompanyMemory last(1);
+  last.Record(9);
+  EXPECT_EQ(last.Expected(limits), 9);
+  last.Record(2);
+  EXPECT_EQ(last.Expected(limits), 2);
+}
+
 TEST(BatchFormerTest, CompanyWaitEndsAtTheOldestDeadlineAndWhenTheLaunchIsFull) {
   BatchLimits limits = WaitingForCompany(absl::Milliseconds(5));
   limits.max_rows = 4;

@@ -159,6 +159,48 @@ TEST(SchedulerTest, CompanyWaitGathersAsManyRequestsAsTheLastLaunchCarried) {
   scheduler.Shutdown();
 }
 
+TEST(SchedulerTest, CompanyMemoryKeepsAShortLaunchFromLoweringTheExpectation) {
+  auto executor = std::make_unique<FakeExecutor>();
+  FakeExecutor* fake = executor.get();
+  fake->hold_first_ = true;
+  BatchLimits limits;
+  limits.company_wait = absl::Milliseconds(300);
+  limits.company_memory = 2;
+  limits.company_max_requests = 3;
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.push_back(std::make_unique<Worker>(std::move(executor), limits));
+  Scheduler scheduler(std::move(workers), int64_t{1} << 30);
+  Tracker tracker;
+  // A lone request, then five queued behind it: one launch of five, so the worker expects three
+  // (the cap).
+  ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  WaitFor([&] { return fake->started_.load() == 1; });
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  fake->release_.Notify();
+  WaitFor([&] { return tracker.ok.load() == 6; });
+  // Three come back one by one: they go together as soon as the third arrives.
+  const absl::Time three_sent = absl::Now();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  WaitFor([&] { return tracker.ok.load() == 9; });
+  EXPECT_LT(absl::Now() - three_sent, absl::Milliseconds(250))
+      << "three of three waited out company_wait";
+  // One comes alone and waits out company_wait; the launch of three before it is still remembered,
+  // so the next lone one waits too. Then the memory holds two launches of one: a lone request goes
+  // at once.
+  for (int round = 0; round < 2; ++round) {
+    const absl::Time one_sent = absl::Now();
+    ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+    WaitFor([&] { return tracker.ok.load() == 10 + round; });
+    EXPECT_GE(absl::Now() - one_sent, absl::Milliseconds(300)) << "round " << round;
+  }
+  const absl::Time last_sent = absl::Now();
+  ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+  WaitFor([&] { return tracker.ok.load() == 12; });
+  EXPECT_LT(absl::Now() - last_sent, absl::Milliseconds(250)) << "a lone client waited for company";
+  EXPECT_EQ(fake->launch_sizes(), (std::vector<int>{1, 5, 3, 1, 1, 1}));
+  scheduler.Shutdown();
+}
+
 // Records the thread that ran each launch; allows the submitting thread to run one (as CPU and CUDA do).
 class ThreadRecordingExecutor : public BatchExecutor {
  public:

@@ -67,6 +67,30 @@ TEST(ServerConfigTest, CopyThreadsAndSpinAreReadAndCheckedWithTheirValues) {
       << config.status();
 }
 
+TEST(ServerConfigTest, CompanyMemoryAndMaximumAreReadAndChecked) {
+  absl::FlagSaver restore_flags;
+  absl::StatusOr<ServerConfig> config = Load({});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->batch.company_max_requests, 16);
+  EXPECT_EQ(config->batch.company_memory, 8);
+  config = Load({"--company-max-requests=40", "--company-memory=1"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->batch.company_max_requests, 40);
+  EXPECT_EQ(config->batch.company_memory, 1);
+  config = Load({"--company-memory=0"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("--company_memory = 0 must be in [1, 1024]"),
+            std::string::npos)
+      << config.status();
+  config =
+      Load({"--company-memory=8", "--company-max-requests=4"});  // under --company-min-requests' 9
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find(
+                "--company_max_requests = 4 is below --company_min_requests = 9"),
+            std::string::npos)
+      << config.status();
+}
+
 TEST(ServerConfigTest, AutomaticCopyThreadsAreHalfTheCpusPerWorkerUpToFour) {
   EXPECT_EQ(AutomaticCopyThreads(/*usable_cpus=*/16, /*cuda_workers=*/2), 4);  // the H200 machine
   EXPECT_EQ(AutomaticCopyThreads(12, 2), 3);
