@@ -65,7 +65,7 @@ ABSL_FLAG(int64_t, company_wait_us, -1,
 ABSL_FLAG(int64_t, company_min_requests, 9,
           "With --company-wait-us: only an expectation of at least this many requests makes a "
           "launch wait for company, so that fewer clients than this are never held");
-ABSL_FLAG(int64_t, company_max_requests, 16,
+ABSL_FLAG(int64_t, company_max_requests, 20,
           "With --company-wait-us: a launch waits for at most this many requests (the ones queued "
           "beyond them still ride along)");
 ABSL_FLAG(

@@ -73,7 +73,8 @@ absl::Duration AutomaticBusyPoll(int usable_cpus, int cuda_workers);
 // the H200 machine a launch then carried 16.6-16.7 requests (3.6 dealt out over two workers, 8 with
 // the first worker filled first and no wait) at 0.87-0.92 of the echo's throughput, and eight
 // clients (under --company-min-requests) were never held (docs/BENCHMARKS.md, "Requests per
-// launch"). The CPU backend computes every row on the host, where a launch costs in proportion to
+// launch"); with reply threads and the company memory, 17.7-19.3 at the same throughput ("Company
+// memory"). The CPU backend computes every row on the host, where a launch costs in proportion to
 // its rows: it does not wait.
 inline constexpr absl::Duration kCompanyWaitAutomatic = absl::Microseconds(1000);
 // The most launches --company-memory may remember (the expectation is a scan over them per launch).

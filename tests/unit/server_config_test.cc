@@ -71,7 +71,7 @@ TEST(ServerConfigTest, CompanyMemoryAndMaximumAreReadAndChecked) {
   absl::FlagSaver restore_flags;
   absl::StatusOr<ServerConfig> config = Load({});
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->batch.company_max_requests, 16);
+  EXPECT_EQ(config->batch.company_max_requests, 20);
   EXPECT_EQ(config->batch.company_memory, 8);
   config = Load({"--company-max-requests=40", "--company-memory=1"});
   ASSERT_TRUE(config.ok()) << config.status();
