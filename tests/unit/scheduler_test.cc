@@ -43,22 +43,42 @@ void WaitFor(const std::function<bool()>& condition) {
   ASSERT_TRUE(condition());
 }
 
+// A scheduler over one worker whose fake executor holds its first launch until released.
+struct HeldFirstLaunch {
+  explicit HeldFirstLaunch(const BatchLimits& limits)
+      : scheduler(OneWorker(limits, &fake), int64_t{1} << 30) {}
+
+  // A lone request goes at once and is held while `queued` more queue behind it; released, they go
+  // out together as the second launch. Returns once all are answered.
+  void LoneThenQueued(int queued) {
+    ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+    WaitFor([&] { return fake->started_.load() == 1; });  // went alone, without waiting for company
+    for (int i = 0; i < queued; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
+    fake->release_.Notify();
+    WaitFor([&] { return tracker.ok.load() == 1 + queued; });
+  }
+
+  static std::vector<std::unique_ptr<Worker>> OneWorker(const BatchLimits& limits,
+                                                        FakeExecutor** fake) {
+    auto executor = std::make_unique<FakeExecutor>();
+    executor->hold_first_ = true;
+    *fake = executor.get();
+    std::vector<std::unique_ptr<Worker>> workers;
+    workers.push_back(std::make_unique<Worker>(std::move(executor), limits));
+    return workers;
+  }
+
+  FakeExecutor* fake = nullptr;  // owned by the worker
+  Tracker tracker;               // outlives the scheduler, whose answers it counts
+  Scheduler scheduler;
+};
+
 TEST(SchedulerTest, IdleWorkerLaunchesAtOnceAndBusyWorkerCoalesces) {
-  auto executor = std::make_unique<FakeExecutor>();
-  FakeExecutor* fake = executor.get();
-  fake->hold_first_ = true;
-  std::vector<std::unique_ptr<Worker>> workers;
-  workers.push_back(std::make_unique<Worker>(std::move(executor), BatchLimits{}));
-  Scheduler scheduler(std::move(workers), int64_t{1} << 30);
-  Tracker tracker;
-  ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
-  WaitFor([&] { return fake->started_.load() == 1; });  // went alone, without waiting for company
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
-  fake->release_.Notify();
-  WaitFor([&] { return tracker.ok.load() == 11; });
-  EXPECT_EQ(fake->launch_sizes(), (std::vector<int>{1, 10}));
-  EXPECT_EQ(tracker.max_batch_requests.load(), 10);
-  scheduler.Shutdown();
+  HeldFirstLaunch held(BatchLimits{});
+  held.LoneThenQueued(10);
+  EXPECT_EQ(held.fake->launch_sizes(), (std::vector<int>{1, 10}));
+  EXPECT_EQ(held.tracker.max_batch_requests.load(), 10);
+  held.scheduler.Shutdown();
 }
 
 // A two-phase executor (like CUDA's): Start enqueues, Finish completes; logs the calls in order. The
@@ -123,21 +143,14 @@ TEST(SchedulerTest, SmallLaunchesWaitForTheOneInFlightInsteadOfOverlappingIt) {
 }
 
 TEST(SchedulerTest, CompanyWaitGathersAsManyRequestsAsTheLastLaunchCarried) {
-  auto executor = std::make_unique<FakeExecutor>();
-  FakeExecutor* fake = executor.get();
-  fake->hold_first_ = true;
   BatchLimits limits;
   limits.company_wait = absl::Seconds(1);
-  std::vector<std::unique_ptr<Worker>> workers;
-  workers.push_back(std::make_unique<Worker>(std::move(executor), limits));
-  Scheduler scheduler(std::move(workers), int64_t{1} << 30);
-  Tracker tracker;
+  HeldFirstLaunch held(limits);
+  Scheduler& scheduler = held.scheduler;
+  Tracker& tracker = held.tracker;
+  FakeExecutor* fake = held.fake;
   // One request alone goes at once; four queue behind it and go together: the worker now expects four.
-  ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
-  WaitFor([&] { return fake->started_.load() == 1; });
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
-  fake->release_.Notify();
-  WaitFor([&] { return tracker.ok.load() == 5; });
+  held.LoneThenQueued(4);
   // Two of the four come back: they wait for the other two, which complete the launch at once.
   const absl::Time two_sent = absl::Now();
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
@@ -160,24 +173,17 @@ TEST(SchedulerTest, CompanyWaitGathersAsManyRequestsAsTheLastLaunchCarried) {
 }
 
 TEST(SchedulerTest, CompanyMemoryKeepsAShortLaunchFromLoweringTheExpectation) {
-  auto executor = std::make_unique<FakeExecutor>();
-  FakeExecutor* fake = executor.get();
-  fake->hold_first_ = true;
   BatchLimits limits;
   limits.company_wait = absl::Milliseconds(300);
   limits.company_memory = 2;
   limits.company_max_requests = 3;
-  std::vector<std::unique_ptr<Worker>> workers;
-  workers.push_back(std::make_unique<Worker>(std::move(executor), limits));
-  Scheduler scheduler(std::move(workers), int64_t{1} << 30);
-  Tracker tracker;
+  HeldFirstLaunch held(limits);
+  Scheduler& scheduler = held.scheduler;
+  Tracker& tracker = held.tracker;
+  FakeExecutor* fake = held.fake;
   // A lone request, then five queued behind it: one launch of five, so the worker expects three
   // (the cap).
-  ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
-  WaitFor([&] { return fake->started_.load() == 1; });
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
-  fake->release_.Notify();
-  WaitFor([&] { return tracker.ok.load() == 6; });
+  held.LoneThenQueued(5);
   // Three come back one by one: they go together as soon as the third arrives.
   const absl::Time three_sent = absl::Now();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
