@@ -49,7 +49,8 @@ void RunCopies(CopyPool* pool, const std::vector<CopyJob>& jobs) {
   }
 }
 
-CopyPool::CopyPool(int threads, absl::Duration spin) : spin_(spin) {
+CopyPool::CopyPool(int threads, absl::Duration spin, int64_t parallel_min_bytes)
+    : spin_(spin), parallel_min_bytes_(parallel_min_bytes) {
   for (int i = 1; i < threads; ++i) helpers_.emplace_back([this] { HelperLoop(); });
 }
 
@@ -64,7 +65,7 @@ CopyPool::~CopyPool() {
 void CopyPool::Run(const std::vector<CopyJob>& jobs) {
   int64_t total = 0;
   for (const CopyJob& job : jobs) total += job.bytes;
-  if (helpers_.empty() || total < kParallelCopyMinBytes) {
+  if (helpers_.empty() || total < parallel_min_bytes_) {
     CopyAlone(jobs);
     return;
   }

@@ -8,8 +8,9 @@
 //
 // The calling thread (the one packing or unpacking the launch) takes part, so a pool of N threads
 // starts N - 1 helpers, and helpers that wake late find the work already taken: Run is never much
-// slower than one thread copying alone. Small launches (under kParallelCopyMinBytes) are copied by
-// the caller alone, since waking a helper costs more than their copy.
+// slower than one thread copying alone. Small launches (under the pool's parallel_min_bytes,
+// --parallel-copy-min-bytes) are copied by the caller alone, since waking a helper costs more than
+// their copy.
 //
 // Helpers that just worked keep polling for the next launch for `spin` before they sleep (as the
 // worker's thread does with --busy-poll-us): a sleeping helper takes several microseconds or more
@@ -28,7 +29,11 @@
 
 namespace normd {
 
-// Launches copying fewer bytes than this are copied by the calling thread alone.
+// Launches copying fewer bytes than this are copied by the calling thread alone (the default of
+// --parallel-copy-min-bytes). Launches of 1-row bf16 requests of H 4096 reach it at a few tens of
+// requests, and the helpers then poll after every launch: 1.6-2.0 cores over eight connections on
+// the H200, for no throughput gain seen in single runs (docs/BENCHMARKS.md, "Answers on reply
+// threads"). The flag is there to measure a higher threshold; this one is not yet re-measured.
 inline constexpr int64_t kParallelCopyMinBytes = int64_t{256} << 10;
 
 // One copy: `bytes` from `from` to `to`. `streaming`: the destination is read next by a device, not
@@ -42,13 +47,16 @@ struct CopyJob {
 
 class CopyPool {
  public:
-  // `threads` copy one launch together, the caller included (1 or less: the caller alone).
-  CopyPool(int threads, absl::Duration spin);
+  // `threads` copy one launch together, the caller included (1 or less: the caller alone); launches
+  // of fewer than `parallel_min_bytes` are copied by the caller alone.
+  CopyPool(int threads, absl::Duration spin, int64_t parallel_min_bytes = kParallelCopyMinBytes);
   ~CopyPool();
   CopyPool(const CopyPool&) = delete;
   CopyPool& operator=(const CopyPool&) = delete;
 
   int threads() const { return static_cast<int>(helpers_.size()) + 1; }
+  // Launches Run has split across threads so far.
+  int64_t split_launches() const { return generation_.load(std::memory_order_relaxed); }
 
   // Copies every job and returns once all their bytes are in place (streamed bytes fenced, so a
   // device transfer started afterwards reads them). One caller at a time. The jobs must not
@@ -61,6 +69,7 @@ class CopyPool {
   void CopyTasks();
 
   const absl::Duration spin_;
+  const int64_t parallel_min_bytes_;
   normd::Mutex mu_;
   // The current launch's pieces. Written by Run only while no launch is active, and read by the
   // thread that claimed a piece, which Run waits for before it returns.

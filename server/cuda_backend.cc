@@ -138,11 +138,14 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
   options.copy_threads =
       config.copy_threads > 0 ? config.copy_threads : AutomaticCopyThreads(cpus, workers);
   options.copy_spin = config.copy_spin_as_busy_poll ? limits.busy_poll : config.copy_spin;
+  options.parallel_copy_min_bytes = config.parallel_copy_min_bytes;
   Log(LogLevel::kInfo, "copies to and from pinned memory: ", options.copy_threads,
       " threads per worker",
-      options.copy_threads > 1 ? absl::StrCat(", polling ", absl::FormatDuration(options.copy_spin),
-                                              " after each launch")
-                               : std::string());
+      options.copy_threads > 1
+          ? absl::StrCat(" for launches of ", options.parallel_copy_min_bytes,
+                         " bytes and more, polling ", absl::FormatDuration(options.copy_spin),
+                         " after each such launch")
+          : std::string());
   const int reply_threads =
       config.reply_threads > 0 ? config.reply_threads : AutomaticReplyThreads(cpus, workers);
   Log(LogLevel::kInfo, "answering a launch's requests: ", reply_threads, " threads per worker");

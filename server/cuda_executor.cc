@@ -71,7 +71,7 @@ CudaExecutor::CudaExecutor(int device, int worker_index, const CudaExecutorOptio
       weight_cache_bytes_(options.weight_cache_bytes),
       zero_copy_max_bytes_(options.zero_copy_max_bytes),
       metrics_(metrics),
-      copies_(options.copy_threads, options.copy_spin) {}
+      copies_(options.copy_threads, options.copy_spin, options.parallel_copy_min_bytes) {}
 
 absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
     int device, int worker_index, const CudaExecutorOptions& options, ServerMetrics* metrics) {

@@ -48,6 +48,8 @@ struct CudaExecutorOptions {
   // the next launch before sleeping.
   int copy_threads = 1;
   absl::Duration copy_spin;
+  // Launches copying fewer bytes than this are copied by the worker's thread alone.
+  int64_t parallel_copy_min_bytes = kParallelCopyMinBytes;
 };
 
 class CudaExecutor : public BatchExecutor {

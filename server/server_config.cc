@@ -14,6 +14,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
 #include "base/command_line.h"
+#include "server/copy_pool.h"
 #include "server/usable_cpus.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -37,8 +38,12 @@ ABSL_FLAG(int64_t, zero_copy_max_bytes, int64_t{1} << 20,
           "into pinned host memory, skipping the two copies and their fixed cost (0 = always copy)");
 ABSL_FLAG(int, copy_threads, 0,
           "CUDA backend: threads that copy one launch's bytes into and out of pinned memory, the "
-          "worker's own included, for launches of 256 KiB and more (0 = automatic: half the CPUs "
-          "per worker, at most 4)");
+          "worker's own included, for launches of --parallel-copy-min-bytes and more (0 = "
+          "automatic: half the CPUs per worker, at most 4)");
+ABSL_FLAG(
+    int64_t, parallel_copy_min_bytes, normd::kParallelCopyMinBytes,
+    "CUDA backend: launches copying fewer bytes than this (into and out of pinned memory) are "
+    "copied by the worker's thread alone, without waking the other copy threads");
 ABSL_FLAG(int64_t, copy_spin_us, -1,
           "CUDA backend: how long copy threads poll for the next launch before sleeping (-1 = as "
           "long as --busy-poll-us resolves to)");
@@ -184,6 +189,11 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   c.zero_copy_max_bytes = absl::GetFlag(FLAGS_zero_copy_max_bytes);
   c.batch.overlap_min_bytes = absl::GetFlag(FLAGS_overlap_min_bytes);
   c.copy_threads = absl::GetFlag(FLAGS_copy_threads);
+  c.parallel_copy_min_bytes = absl::GetFlag(FLAGS_parallel_copy_min_bytes);
+  if (c.parallel_copy_min_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--parallel_copy_min_bytes = ", c.parallel_copy_min_bytes, " must be >= 0"));
+  }
   c.copy_spin_as_busy_poll =
       ReadAutomaticMicroseconds(absl::GetFlag(FLAGS_copy_spin_us), &c.copy_spin);
   c.reply_threads = absl::GetFlag(FLAGS_reply_threads);

@@ -37,6 +37,9 @@ struct ServerConfig {
   int copy_threads = 0;
   absl::Duration copy_spin;
   bool copy_spin_as_busy_poll = false;
+  // CUDA: launches copying fewer bytes than this are copied by the worker's thread alone
+  // (CopyPool).
+  int64_t parallel_copy_min_bytes = 0;
   // Threads answering one launch's requests, the worker's own included (0 = automatic: the CUDA
   // backend AutomaticReplyThreads, the CPU backend 1).
   int reply_threads = 0;

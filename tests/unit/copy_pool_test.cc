@@ -72,6 +72,24 @@ TEST(CopyPoolTest, CopiesEveryJobWhateverTheThreadsAndSizes) {
   }
 }
 
+TEST(CopyPoolTest, LaunchesUnderTheThresholdAreCopiedByTheCallerAlone) {
+  std::mt19937_64 rng(11);
+  CopyPool pool(4, absl::ZeroDuration(), /*parallel_min_bytes=*/int64_t{1} << 20);
+  CheckOneLaunch(pool, rng, std::vector<int64_t>(32, 16 << 10), /*streaming=*/true);  // 512 KiB
+  EXPECT_EQ(pool.split_launches(), 0) << "a launch under the threshold woke the helpers";
+  CheckOneLaunch(pool, rng, {(1 << 20) + 64}, /*streaming=*/true);
+  EXPECT_EQ(pool.split_launches(), 1);
+  // The default threshold splits the 512 KiB launch; a threshold of 0 splits even a 1-byte one, and
+  // every byte still lands where it belongs.
+  CopyPool by_default(4, absl::ZeroDuration());
+  CheckOneLaunch(by_default, rng, std::vector<int64_t>(32, 16 << 10), /*streaming=*/false);
+  EXPECT_EQ(by_default.split_launches(), 1);
+  CopyPool always(3, absl::ZeroDuration(), /*parallel_min_bytes=*/0);
+  CheckOneLaunch(always, rng, {1}, /*streaming=*/false);
+  CheckOneLaunch(always, rng, {5, 100, 3}, /*streaming=*/true);
+  EXPECT_EQ(always.split_launches(), 2);
+}
+
 TEST(CopyPoolTest, LaunchAfterLaunchWithHelpersSleepingOrPolling) {
   std::mt19937_64 rng(11);
   for (absl::Duration spin : {absl::ZeroDuration(), absl::Milliseconds(2)}) {

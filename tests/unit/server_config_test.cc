@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/flags/reflection.h"
+#include "server/copy_pool.h"
 
 namespace normd {
 namespace {
@@ -64,6 +65,21 @@ TEST(ServerConfigTest, CopyThreadsAndSpinAreReadAndCheckedWithTheirValues) {
   config = Load({"--company-min-requests=0"});
   ASSERT_FALSE(config.ok());
   EXPECT_NE(config.status().message().find("company_min_requests"), std::string::npos)
+      << config.status();
+}
+
+TEST(ServerConfigTest, ParallelCopyThresholdIsReadAndChecked) {
+  absl::FlagSaver restore_flags;
+  absl::StatusOr<ServerConfig> config = Load({});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->parallel_copy_min_bytes, kParallelCopyMinBytes);
+  config = Load({"--parallel-copy-min-bytes=1048576"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->parallel_copy_min_bytes, 1048576);
+  config = Load({"--parallel-copy-min-bytes=-1"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("--parallel_copy_min_bytes = -1 must be >= 0"),
+            std::string::npos)
       << config.status();
 }
 
