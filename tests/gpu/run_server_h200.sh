@@ -11,9 +11,10 @@
 #                (--busy-poll-us=BUSY_POLL_US), cuda_zc4 (zero copy up to 4 MiB), cuda_poll_zc4,
 #                cuda_copy1 (--copy-threads=1) and cuda_copyspin0 (--copy-spin-us=0)
 #   stages       32 MiB requests at concurrency 8: device time per request against the host link
-#                bandwidth normd measured (STAGES_FLAGS: more normd flags, e.g. --workers-per-gpu=1,
-#                whose launches' copies never share the link, so that their stage times do not
-#                double-count); 1-row requests at concurrency 64 with 1 and 2 workers
+#                bandwidth normd measured, for each worker count in STAGES_WORKERS (default "2 1": the
+#                default, then one worker, whose launches' copies never share the link, so that their
+#                stage times do not double-count; STAGES_FLAGS: more normd flags); 1-row requests at
+#                concurrency 64 with 1 and 2 workers
 #   batching     1x4096 at BATCH_LEVELS concurrency for each --company-wait-us in BATCH_WAITS and each
 #                --workers-per-gpu in BATCH_WORKERS (BATCH_FLAGS: more normd flags, e.g.
 #                --company-min-requests): throughput against the echo, requests per launch
@@ -159,20 +160,22 @@ fi
 # stages: 32 MiB requests at concurrency 8 (device time per request against the host link bandwidth
 # normd measured at start-up), then 1-row requests at concurrency 64 for each worker count.
 if has stages; then
-  stamp stages
-  normd --backend=cuda ${STAGES_FLAGS:-} --listen=127.0.0.1:50061 --metrics-listen=127.0.0.1:9465 \
-    2>"$OUT/normd_stages.log" &
-  pid=$!
-  wait_serving "$OUT/normd_stages.log" "normd serving"
-  grep "GPU 0" "$OUT/normd_stages.log"
-  for mode in plain residual; do
-    flag=""; bytes=$((2 * 4096 * 4096 * 2))
-    [[ $mode == residual ]] && flag=--residual && bytes=$((2 * bytes))
-    echo "4096x4096 bf16 $mode at c=8:"
-    measure_point 9465 100 3 --bytes-per-request=$bytes -- --target=127.0.0.1:50061 --concurrency=8 --rows=4096 \
-      --hidden=4096 --dtype=bf16 $flag --duration=6s --warmup=1s
+  for workers in ${STAGES_WORKERS:-2 1}; do
+    stamp "stages, --workers-per-gpu=$workers"
+    normd --backend=cuda --workers-per-gpu="$workers" ${STAGES_FLAGS:-} --listen=127.0.0.1:50061 \
+      --metrics-listen=127.0.0.1:9465 2>"$OUT/normd_stages_w$workers.log" &
+    pid=$!
+    wait_serving "$OUT/normd_stages_w$workers.log" "normd serving"
+    grep "GPU 0" "$OUT/normd_stages_w$workers.log"
+    for mode in plain residual; do
+      flag=""; bytes=$((2 * 4096 * 4096 * 2))
+      [[ $mode == residual ]] && flag=--residual && bytes=$((2 * bytes))
+      echo "4096x4096 bf16 $mode at c=8, $workers workers:"
+      measure_point 9465 100 3 --bytes-per-request=$bytes -- --target=127.0.0.1:50061 --concurrency=8 \
+        --rows=4096 --hidden=4096 --dtype=bf16 $flag --duration=6s --warmup=1s
+    done
+    kill -TERM $pid; wait $pid
   done
-  kill -TERM $pid; wait $pid
   for workers in 1 2; do
     normd --backend=cuda --workers-per-gpu=$workers --listen=127.0.0.1:50062 --metrics-listen=127.0.0.1:9466 \
       2>"$OUT/normd_w${workers}_c64.log" &
