@@ -145,6 +145,11 @@ absl::Status CheckPositive(absl::string_view name, int64_t value) {
   return absl::InvalidArgumentError(absl::StrCat("--", name, " = ", value, " must be positive"));
 }
 
+absl::Status CheckNonNegative(absl::string_view name, int64_t value) {
+  if (value >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--", name, " = ", value, " must be >= 0"));
+}
+
 }  // namespace
 
 absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
@@ -190,9 +195,9 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   c.batch.overlap_min_bytes = absl::GetFlag(FLAGS_overlap_min_bytes);
   c.copy_threads = absl::GetFlag(FLAGS_copy_threads);
   c.parallel_copy_min_bytes = absl::GetFlag(FLAGS_parallel_copy_min_bytes);
-  if (c.parallel_copy_min_bytes < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--parallel_copy_min_bytes = ", c.parallel_copy_min_bytes, " must be >= 0"));
+  if (absl::Status s = CheckNonNegative("parallel_copy_min_bytes", c.parallel_copy_min_bytes);
+      !s.ok()) {
+    return s;
   }
   c.copy_spin_as_busy_poll =
       ReadAutomaticMicroseconds(absl::GetFlag(FLAGS_copy_spin_us), &c.copy_spin);
@@ -216,10 +221,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
       ReadAutomaticMicroseconds(absl::GetFlag(FLAGS_busy_poll_us), &c.batch.busy_poll);
   c.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes);
   c.fill_first_rows = absl::GetFlag(FLAGS_fill_first_rows);
-  if (c.fill_first_rows < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--fill_first_rows = ", c.fill_first_rows, " must be >= 0"));
-  }
+  if (absl::Status s = CheckNonNegative("fill_first_rows", c.fill_first_rows); !s.ok()) return s;
   c.max_weight_bytes = absl::GetFlag(FLAGS_max_weight_bytes);
   c.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   c.malloc_arenas = absl::GetFlag(FLAGS_malloc_arenas);
@@ -276,9 +278,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
         absl::StrCat("--busy_poll_us = ", absl::GetFlag(FLAGS_busy_poll_us),
                      " must be >= 0, or -1 for automatic"));
   }
-  if (c.malloc_arenas < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--malloc_arenas = ", c.malloc_arenas, " must be >= 0"));
-  }
+  if (absl::Status s = CheckNonNegative("malloc_arenas", c.malloc_arenas); !s.ok()) return s;
   if (c.zero_copy_max_bytes < 0 || c.batch.overlap_min_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--zero_copy_max_bytes = ", c.zero_copy_max_bytes,
                                                    " and --overlap_min_bytes = ", c.batch.overlap_min_bytes,
