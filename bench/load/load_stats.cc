@@ -60,6 +60,24 @@ bool LastThreeAgree(const std::vector<WindowStats>& windows, double tolerance) {
   return true;
 }
 
+PairedRatios PairWindowRatios(const std::vector<WindowStats>& target,
+                              const std::vector<WindowStats>& baseline) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < std::min(target.size(), baseline.size()); ++i) {
+    const double base = baseline[i].throughput_rps();
+    if (base > 0) ratios.push_back(target[i].throughput_rps() / base);
+  }
+  PairedRatios out;
+  if (ratios.empty()) return out;
+  std::sort(ratios.begin(), ratios.end());
+  const size_t n = ratios.size();
+  out.pairs = static_cast<int>(n);
+  out.median = n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+  out.min = ratios.front();
+  out.max = ratios.back();
+  return out;
+}
+
 std::string ErrorsByCode(const WindowStats& stats) {
   std::vector<std::string> parts;
   for (const auto& [code, count] : stats.errors) parts.push_back(absl::StrCat(absl::StatusCodeToString(code), "=", count));

@@ -32,6 +32,17 @@ struct WindowStats {
 // True when the last three windows' throughputs are each within `tolerance` (0.1 = 10%) of their mean.
 bool LastThreeAgree(const std::vector<WindowStats>& windows, double tolerance);
 
+// Target over baseline throughput, window pair by window pair. normbench measures the two servers
+// alternately, so window i of each saw nearly the same machine; the median of the pairs' ratios is
+// what a burst of noise in one window (a 1 s window of 1-row requests moves by up to ±15% on the
+// H200 machine) moves least. Pairs with a baseline window that served nothing are left out.
+struct PairedRatios {
+  int pairs = 0;  // 0: no pair to compare, and the other fields are 0
+  double median = 0, min = 0, max = 0;
+};
+PairedRatios PairWindowRatios(const std::vector<WindowStats>& target,
+                              const std::vector<WindowStats>& baseline);
+
 // "UNAVAILABLE=3 DEADLINE_EXCEEDED=1", or "" without errors.
 std::string ErrorsByCode(const WindowStats& stats);
 

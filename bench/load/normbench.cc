@@ -1,11 +1,13 @@
 // normbench: the load generator of normd, after Triton's perf_analyzer. For each load point (a
-// concurrency, or a request rate) it warms up, then measures in windows until three consecutive windows
-// agree within 10% (or --duration runs out), and reports throughput, latency percentiles, errors by code
-// and the server's mean launch size (Timing.batch_requests). With --baseline it measures the target and
-// the baseline (normally normd-echo, the transport ceiling) alternately, window by window, so that a
-// drift of the machine hits both alike, and prints their throughput ratio. A point's figures merge its
-// last three windows (--summary-windows=0: every window); --window-csv also writes each window's own.
-// Without a baseline the windows are back-to-back slices of one run.
+// concurrency, or a request rate) it warms up, then measures in windows until three consecutive
+// windows agree within 10% (or --duration runs out), and reports throughput, latency percentiles,
+// errors by code and the server's mean launch size (Timing.batch_requests). With --baseline it
+// measures the target and the baseline (normally normd-echo, the transport ceiling) alternately,
+// window by window, so that a drift of the machine hits both alike, and prints their throughput
+// ratio, over the merged windows and as the median of the window pairs' ratios (the figure to
+// quote: run with --stability=0 and a --duration of several windows to get several pairs). A
+// point's figures merge its last three windows (--summary-windows=0: every window); --window-csv
+// also writes each window's own. Without a baseline the windows are back-to-back slices of one run.
 //
 //   normbench --target=127.0.0.1:50051 --baseline=127.0.0.1:50052 --concurrency=1,16,64 --rows=1
 //             --hidden=4096 --dtype=bf16 --duration=5s --csv=out.csv
@@ -328,6 +330,13 @@ int Run(int argc, char** argv) {
     }
     if (rps.size() == 2 && rps[1] > 0) {
       std::printf("         %s: throughput target/baseline = %.3f\n", point.label.c_str(), rps[0] / rps[1]);
+    }
+    if (servers.size() == 2) {
+      const PairedRatios paired = PairWindowRatios(servers[0].windows, servers[1].windows);
+      if (paired.pairs > 0) {
+        std::printf("         %s: window pairs target/baseline: median %.3f of %d (%.3f-%.3f)\n",
+                    point.label.c_str(), paired.median, paired.pairs, paired.min, paired.max);
+      }
     }
     std::fflush(stdout);
   }
