@@ -12,6 +12,9 @@
 #include <csignal>
 #include <functional>
 #include <iostream>
+#include <memory>
+#include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
@@ -22,6 +25,11 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50052", "gRPC address to serve on (port 0: any free port)");
 ABSL_FLAG(int64_t, max_request_bytes, int64_t{256} << 20, "Largest request message in bytes (as normd's)");
+ABSL_FLAG(
+    int64_t, hold_us, 0,
+    "Diagnostic, not the ceiling: > 0 answers Normalize calls from a holder thread instead of the "
+    "handler, in bursts, each burst once its oldest call has been held this long (as normd answers "
+    "a launch's calls together, later, from its own threads); 0 answers in the handler");
 
 namespace normd {
 namespace {
@@ -43,6 +51,53 @@ void Echo(const NormalizeRequest& request, NormalizeResponse* response) {
   response->mutable_timing()->set_batch_rows(static_cast<int32_t>(Rows(request.input())));
   response->mutable_timing()->set_batch_requests(1);
 }
+
+// --hold-us: unary calls whose responses are built, answered by one thread in bursts. It isolates
+// what answering later, off gRPC's handler threads and many calls at once, costs the transport by
+// itself, with no math and no copies: normd's CUDA worker answers a launch's calls that way.
+class Holder {
+ public:
+  explicit Holder(absl::Duration hold) : hold_(hold), thread_([this] { Loop(); }) {}
+  ~Holder() {
+    {
+      normd::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    thread_.join();
+  }
+  void Hold(grpc::ServerUnaryReactor* reactor) {
+    normd::MutexLock lock(&mu_);
+    if (held_.empty()) oldest_ = absl::Now();
+    held_.push_back(reactor);
+  }
+
+ private:
+  void Loop() {
+    std::vector<grpc::ServerUnaryReactor*> burst;
+    while (true) {
+      {
+        normd::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](Holder* h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(h->mu_) {
+              return h->stopping_ || !h->held_.empty();
+            },
+            this));
+        if (held_.empty()) return;  // stopping, nothing held
+        mu_.AwaitWithDeadline(absl::Condition(&stopping_), oldest_ + hold_);
+        burst.swap(held_);
+      }
+      for (grpc::ServerUnaryReactor* reactor : burst) reactor->Finish(grpc::Status::OK);
+      burst.clear();
+    }
+  }
+
+  const absl::Duration hold_;
+  normd::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<grpc::ServerUnaryReactor*> held_ ABSL_GUARDED_BY(mu_);
+  absl::Time oldest_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;  // last: starts after the fields it reads
+};
 
 // NormalizeStream answered one message at a time, in order.
 class EchoStreamReactor final : public grpc::ServerBidiReactor<NormalizeRequest, NormalizeResponse> {
@@ -73,13 +128,19 @@ class EchoStreamReactor final : public grpc::ServerBidiReactor<NormalizeRequest,
 
 class EchoService final : public normd::v1::Normalizer::CallbackService {
  public:
-  explicit EchoService(int64_t max_request_bytes) : max_request_bytes_(max_request_bytes) {}
+  // `holder` (--hold-us) may be null: answer in the handler.
+  EchoService(int64_t max_request_bytes, Holder* holder)
+      : max_request_bytes_(max_request_bytes), holder_(holder) {}
 
   grpc::ServerUnaryReactor* Normalize(grpc::CallbackServerContext* context, const NormalizeRequest* request,
                                       NormalizeResponse* response) override {
     Echo(*request, response);
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
+    if (holder_ != nullptr) {
+      holder_->Hold(reactor);
+    } else {
+      reactor->Finish(grpc::Status::OK);
+    }
     return reactor;
   }
   grpc::ServerBidiReactor<NormalizeRequest, NormalizeResponse>* NormalizeStream(
@@ -109,6 +170,7 @@ class EchoService final : public normd::v1::Normalizer::CallbackService {
 
  private:
   const int64_t max_request_bytes_;
+  Holder* const holder_;
 };
 
 int Run(int argc, char** argv) {
@@ -127,7 +189,14 @@ int Run(int argc, char** argv) {
   }
   const std::string listen = absl::GetFlag(FLAGS_listen);
   const int64_t max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
-  EchoService service(max_request_bytes);
+  const int64_t hold_us = absl::GetFlag(FLAGS_hold_us);
+  if (hold_us < 0) {
+    std::cerr << "normd-echo: --hold-us = " << hold_us << " must be >= 0\n";
+    return 2;
+  }
+  std::unique_ptr<Holder> holder;
+  if (hold_us > 0) holder = std::make_unique<Holder>(absl::Microseconds(hold_us));
+  EchoService service(max_request_bytes, holder.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;

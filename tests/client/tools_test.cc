@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -121,6 +122,45 @@ TEST_F(ToolsTest, NormbenchSmokeAgainstEcho) {
     ++rows;
   }
   EXPECT_EQ(rows, 4);  // (target, baseline) x (1, 4)
+}
+
+// normd-echo --hold-us answers each call from its holder thread once held that long, and with a
+// baseline normbench prints the median of its window pairs' throughput ratios: one call at a time,
+// an echo that holds every call 20 ms serves far fewer than the plain echo in every pair.
+TEST_F(ToolsTest, HeldEchoAgainstEchoGivesAWindowPairRatio) {
+  NormdProcess held(NORMD_ECHO_PATH);
+  ASSERT_TRUE(held.Start({"--hold-us=20000"}).ok()) << held.log();
+  NormdProcess echo(NORMD_ECHO_PATH);
+  ASSERT_TRUE(echo.Start().ok()) << echo.log();
+  const std::string dir = TempDir(), report = dir + "/held.txt", csv = dir + "/held.csv";
+  ASSERT_EQ(
+      Shell(absl::StrCat(
+          NORMBENCH_PATH, " --target=", held.address(), " --baseline=", echo.address(),
+          " --concurrency=1 --rows=1 --hidden=256 --stability=0 --duration=0.6s --window=0.2s",
+          " --warmup=0.1s --csv=", csv, " > ", report)),
+      0);
+  std::ifstream in(report);
+  std::string line, pairs_line;
+  while (std::getline(in, line)) {
+    if (absl::StrContains(line, "window pairs target/baseline: median ")) pairs_line = line;
+  }
+  ASSERT_FALSE(pairs_line.empty()) << "no window-pair line in normbench's report";
+  double median = 0;
+  int pairs = 0;
+  ASSERT_EQ(std::sscanf(pairs_line.c_str() + pairs_line.find("median "), "median %lf of %d",
+                        &median, &pairs),
+            2)
+      << pairs_line;
+  EXPECT_EQ(pairs, 3) << pairs_line;  // 0.6 s of 0.2 s windows on each side
+  EXPECT_GT(median, 0.0) << pairs_line;
+  EXPECT_LT(median, 0.5) << pairs_line;
+  std::ifstream rows(csv);
+  ASSERT_TRUE(std::getline(rows, line) && std::getline(rows, line));  // the target's row
+  const std::vector<std::string> cells = absl::StrSplit(line, ',');
+  ASSERT_EQ(cells.size(), 15u) << line;
+  EXPECT_EQ(cells[0], "target");
+  EXPECT_GE(std::stod(cells[10]), 20000.0) << line;  // p50: no call answered before its hold
+  EXPECT_EQ(Shell(absl::StrCat(NORMD_ECHO_PATH, " --hold-us=-1 2> /dev/null")), 2);
 }
 
 TEST_F(ToolsTest, NormbenchStreamAndRateModes) {
