@@ -23,11 +23,24 @@
 #                (default: this bundle's normd) with AB_FLAGS_A, NORMD_B (default: the same) with
 #                AB_FLAGS_B, at AB_POINTS (rows:concurrency[:residual]), with AB_NORMBENCH_FLAGS
 #                (e.g. --connections=8) on every normbench                    -> normbench_ab_*.csv
+#   pair         two normd builds or flag sets head to head, normd A as normbench's target and normd B
+#                as its baseline (PAIR_NORMD_A, PAIR_NORMD_B: default this bundle's normd; PAIR_FLAGS_A,
+#                PAIR_FLAGS_B), at PAIR_POINTS (rows:concurrency[:residual]): the
+#                median of the window pairs' ratios says whether B's flags help (PAIR_NORMBENCH_FLAGS:
+#                more normbench flags; use --stability=0 and a DURATION of several windows)
+#   hold         what answering later and in bursts costs gRPC alone: normd-echo --hold-us=H (answers
+#                from one thread, each burst once its oldest call has been held H us) against the plain
+#                echo, for each H in HOLD_US, at HOLD_POINTS; then normd against the echo held
+#                HOLD_NORMD_US (normd's own server time), if set (HOLD_NORMBENCH_FLAGS as PAIR_...)
 #   cpu          where the machine's CPU goes (tests/gpu/cpu_point.py): normbench against one server at a
 #                time, the echo and then normd with each flag set of CPU_VARIANTS (';'-separated;
 #                "default": none), in turn, CPU_ROUNDS times, at CPU_POINTS (rows:concurrency[:residual]):
 #                busy cores, the server's by thread name, CPU microseconds per request (CPU_NORMBENCH_FLAGS:
 #                more normbench flags, e.g. --connections=8)
+# SERVE_NORMBENCH_FLAGS: more normbench flags for every serve point (e.g. "--stability=0
+# --summary-windows=0" with DURATION=10s: ten window pairs a point, whose median ratio normbench prints).
+# CLIENT_CPUS / SERVER_CPUS (taskset lists, e.g. 0-3 and 4-15): pin normbench and the servers of the
+# serve, normd_ab and pair steps to their own CPUs, so that neither's threads land on the other's.
 # Everything printed goes to stdout; tee it into $OUT.
 # Usage (repository root, after `../shared/gpu/bundle.sh build/cuda-h200 .gpu`):
 #   STEPS="integration serve" tests/gpu/run_server_h200.sh
@@ -39,6 +52,8 @@ mkdir -p "$OUT"
 STEPS=${STEPS:-"integration serve"}
 DURATION=${DURATION:-3s}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
+pin_client=(); [[ -n ${CLIENT_CPUS:-} ]] && pin_client=(taskset -c "$CLIENT_CPUS")
+pin_server=(); [[ -n ${SERVER_CPUS:-} ]] && pin_server=(taskset -c "$SERVER_CPUS")
 stamp() { echo "== $(date -u +%H:%M:%S) $*"; }
 
 stamp start; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
@@ -66,7 +81,7 @@ measure_point() {
   while [[ $1 != -- ]]; do delta_args+=("$1"); shift; done
   shift
   scrape "$port" >"$OUT/m_before.txt"
-  timeout "$limit" normbench "$@" 2>&1 | tail -"$lines"
+  timeout "$limit" "${pin_client[@]}" normbench "$@" 2>&1 | tail -"$lines"
   scrape "$port" >"$OUT/m_after.txt"
   python3 "$delta" "$OUT/m_before.txt" "$OUT/m_after.txt" "${delta_args[@]}"
 }
@@ -77,19 +92,20 @@ measure_point() {
 compare_point() {
   local port=$1 limit=$2 name=$3 target=$4 baseline=$5 c=$6 rows=$7
   shift 7
-  measure_point "$port" "$limit" 4 -- --target="$target" --baseline="$baseline" --concurrency="$c" --rows="$rows" \
+  measure_point "$port" "$limit" 5 -- --target="$target" --baseline="$baseline" --concurrency="$c" --rows="$rows" \
     --hidden=4096 --dtype=bf16 "$@" --duration="$DURATION" --warmup=1s --csv="$OUT/normbench_$name.csv"
 }
 
 # serve: for each worker count in SERVE_WORKERS (--workers-per-gpu), every shape x concurrency against
 # normd-echo; after each point, normd's requests per launch and server-side times from /metrics.
 if has serve; then
-  normd-echo --listen=127.0.0.1:50052 2>"$OUT/echo.log" &
+  "${pin_server[@]}" normd-echo --listen=127.0.0.1:50052 2>"$OUT/echo.log" &
   echo_pid=$!
   wait_serving "$OUT/echo.log" "listening on"
   for workers in ${SERVE_WORKERS:-2}; do
     stamp "serve, --workers-per-gpu=$workers"
-    normd --backend=cuda --workers-per-gpu="$workers" --listen=127.0.0.1:50051 --metrics-listen=127.0.0.1:9464 \
+    "${pin_server[@]}" normd --backend=cuda --workers-per-gpu="$workers" --listen=127.0.0.1:50051 \
+      --metrics-listen=127.0.0.1:9464 \
       ${SERVE_FLAGS:-} 2>"$OUT/normd_w$workers.log" &
     normd_pid=$!
     wait_serving "$OUT/normd_w$workers.log" "normd serving"
@@ -101,7 +117,8 @@ if has serve; then
         for c in "${levels[@]}"; do
           name="w${workers}_${rows}x4096_${mode}_c$c"
           stamp "normbench $name"
-          compare_point 9464 200 "$name" 127.0.0.1:50051 127.0.0.1:50052 "$c" "$rows" $flag
+          compare_point 9464 200 "$name" 127.0.0.1:50051 127.0.0.1:50052 "$c" "$rows" $flag \
+            ${SERVE_NORMBENCH_FLAGS:-}
         done
       done
     done
@@ -228,13 +245,13 @@ fi
 # normd_ab: what one change does to normd's cost over the echo, the two sides measured in turn against
 # the same echo process so that drift of the machine shows up in both.
 if has normd_ab; then
-  normd-echo --listen=127.0.0.1:50102 2>"$OUT/echo_ab.log" &
+  "${pin_server[@]}" normd-echo --listen=127.0.0.1:50102 2>"$OUT/echo_ab.log" &
   echo_pid=$!
   wait_serving "$OUT/echo_ab.log" "listening on"
   for round in $(seq 1 "${AB_ROUNDS:-2}"); do
     for side in a b; do
       if [[ $side == a ]]; then bin=${NORMD_A:-normd}; flags=${AB_FLAGS_A:-}; else bin=${NORMD_B:-normd}; flags=${AB_FLAGS_B:-}; fi
-      "$bin" --backend=cuda $flags --listen=127.0.0.1:50101 --metrics-listen=127.0.0.1:9501 \
+      "${pin_server[@]}" "$bin" --backend=cuda $flags --listen=127.0.0.1:50101 --metrics-listen=127.0.0.1:9501 \
         2>"$OUT/normd_ab_${side}_r$round.log" &
       pid=$!
       wait_serving "$OUT/normd_ab_${side}_r$round.log" "normd serving"
@@ -248,6 +265,62 @@ if has normd_ab; then
       kill -TERM $pid; wait $pid
     done
   done
+  kill -TERM "$echo_pid"
+fi
+# pair: normd with PAIR_FLAGS_A (normbench's target) against normd with PAIR_FLAGS_B (its baseline),
+# both serving at once, window by window; /metrics deltas are A's.
+if has pair; then
+  "${pin_server[@]}" "${PAIR_NORMD_B:-normd}" --backend=cuda ${PAIR_FLAGS_B:-} --listen=127.0.0.1:50132 --metrics-listen=127.0.0.1:9532 \
+    2>"$OUT/normd_pair_b.log" &
+  pid_b=$!
+  "${pin_server[@]}" "${PAIR_NORMD_A:-normd}" --backend=cuda ${PAIR_FLAGS_A:-} --listen=127.0.0.1:50131 --metrics-listen=127.0.0.1:9531 \
+    2>"$OUT/normd_pair_a.log" &
+  pid_a=$!
+  wait_serving "$OUT/normd_pair_b.log" "normd serving"
+  wait_serving "$OUT/normd_pair_a.log" "normd serving"
+  for point in ${PAIR_POINTS:-"1:8" "1:64"}; do
+    IFS=: read -r rows c mode <<<"$point"
+    flag=""; [[ $mode == residual ]] && flag=--residual
+    name="pair_${rows}x4096_${mode:-plain}_c$c"
+    stamp "pair $name: a ${PAIR_NORMD_A:-normd} '${PAIR_FLAGS_A:-}' (target) vs b ${PAIR_NORMD_B:-normd} '${PAIR_FLAGS_B:-}' (baseline)"
+    compare_point 9531 120 "$name" 127.0.0.1:50131 127.0.0.1:50132 "$c" "$rows" $flag ${PAIR_NORMBENCH_FLAGS:-}
+  done
+  kill -TERM "$pid_a" "$pid_b"; wait "$pid_a" "$pid_b"
+fi
+# hold: the echo answering late, from its own thread, against the echo answering in gRPC's handler.
+if has hold; then
+  "${pin_server[@]}" normd-echo --listen=127.0.0.1:50142 2>"$OUT/echo_hold0.log" &
+  echo_pid=$!
+  wait_serving "$OUT/echo_hold0.log" "listening on"
+  hold_point() {  # TARGET_PORT NAME: the target against the plain echo or, with a 3rd argument, that port
+    local port=$1 name=$2 base=${3:-50142}
+    for point in ${HOLD_POINTS:-"1:64" "1:256"}; do
+      IFS=: read -r rows c mode <<<"$point"
+      flag=""; [[ $mode == residual ]] && flag=--residual
+      stamp "hold $name ${rows}x4096 ${mode:-plain} c=$c"
+      timeout 120 "${pin_client[@]}" normbench --target=127.0.0.1:$port --baseline=127.0.0.1:$base --concurrency="$c" \
+        --rows="$rows" --hidden=4096 --dtype=bf16 $flag --duration="$DURATION" --warmup=1s ${HOLD_NORMBENCH_FLAGS:-} \
+        --csv="$OUT/normbench_hold_${name}_${rows}x4096_${mode:-plain}_c$c.csv" 2>&1 | tail -5
+    done
+  }
+  for hold in ${HOLD_US:-1 200 450}; do
+    "${pin_server[@]}" normd-echo --hold-us="$hold" --listen=127.0.0.1:50143 2>"$OUT/echo_hold$hold.log" &
+    pid=$!
+    wait_serving "$OUT/echo_hold$hold.log" "listening on"
+    hold_point 50143 "echo_hold${hold}_vs_echo"
+    kill -TERM $pid; wait $pid
+  done
+  if [[ -n ${HOLD_NORMD_US:-} ]]; then
+    "${pin_server[@]}" normd-echo --hold-us="$HOLD_NORMD_US" --listen=127.0.0.1:50143 2>"$OUT/echo_hold_n.log" &
+    pid=$!
+    "${pin_server[@]}" normd --backend=cuda --listen=127.0.0.1:50141 --metrics-listen=127.0.0.1:9541 \
+      2>"$OUT/normd_hold.log" &
+    normd_pid=$!
+    wait_serving "$OUT/echo_hold_n.log" "listening on"
+    wait_serving "$OUT/normd_hold.log" "normd serving"
+    hold_point 50141 "normd_vs_echo_hold$HOLD_NORMD_US" 50143
+    kill -TERM $pid $normd_pid; wait $pid $normd_pid
+  fi
   kill -TERM "$echo_pid"
 fi
 # cpu: the servers of one point measured one after another, each alone, with the machine's and the
