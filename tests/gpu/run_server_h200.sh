@@ -63,6 +63,14 @@ if has integration; then
     2>&1 | tee "$OUT/integration_cuda.log" | tail -30
 fi
 
+# parse_point ROWS:CONCURRENCY[:residual]: sets rows, c, mode (plain or residual) and flag (--residual
+# or nothing), as the steps' *_POINTS lists give their points.
+parse_point() {
+  IFS=: read -r rows c mode <<<"$1"
+  mode=${mode:-plain}
+  flag=""; [[ $mode == residual ]] && flag=--residual
+}
+
 wait_serving() {  # port: waits for the "serving" line of a log file
   for _ in $(seq 1 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
   echo "server did not start: $(cat "$1")"; return 1
@@ -256,9 +264,8 @@ if has normd_ab; then
       pid=$!
       wait_serving "$OUT/normd_ab_${side}_r$round.log" "normd serving"
       for point in ${AB_POINTS:-"64:1" "64:1:residual" "64:8" "1:1"}; do
-        IFS=: read -r rows c mode <<<"$point"
-        flag=""; [[ $mode == residual ]] && flag=--residual
-        name="ab_${side}_r${round}_${rows}x4096_${mode:-plain}_c$c"
+        parse_point "$point"
+        name="ab_${side}_r${round}_${rows}x4096_${mode}_c$c"
         stamp "normd_ab $name: $bin $flags"
         compare_point 9501 60 "$name" 127.0.0.1:50101 127.0.0.1:50102 "$c" "$rows" $flag ${AB_NORMBENCH_FLAGS:-}
       done
@@ -279,9 +286,8 @@ if has pair; then
   wait_serving "$OUT/normd_pair_b.log" "normd serving"
   wait_serving "$OUT/normd_pair_a.log" "normd serving"
   for point in ${PAIR_POINTS:-"1:8" "1:64"}; do
-    IFS=: read -r rows c mode <<<"$point"
-    flag=""; [[ $mode == residual ]] && flag=--residual
-    name="pair_${rows}x4096_${mode:-plain}_c$c"
+    parse_point "$point"
+    name="pair_${rows}x4096_${mode}_c$c"
     stamp "pair $name: a ${PAIR_NORMD_A:-normd} '${PAIR_FLAGS_A:-}' (target) vs b ${PAIR_NORMD_B:-normd} '${PAIR_FLAGS_B:-}' (baseline)"
     compare_point 9531 120 "$name" 127.0.0.1:50131 127.0.0.1:50132 "$c" "$rows" $flag ${PAIR_NORMBENCH_FLAGS:-}
   done
@@ -295,12 +301,11 @@ if has hold; then
   hold_point() {  # TARGET_PORT NAME: the target against the plain echo or, with a 3rd argument, that port
     local port=$1 name=$2 base=${3:-50142}
     for point in ${HOLD_POINTS:-"1:64" "1:256"}; do
-      IFS=: read -r rows c mode <<<"$point"
-      flag=""; [[ $mode == residual ]] && flag=--residual
-      stamp "hold $name ${rows}x4096 ${mode:-plain} c=$c"
+      parse_point "$point"
+      stamp "hold $name ${rows}x4096 $mode c=$c"
       timeout 120 "${pin_client[@]}" normbench --target=127.0.0.1:$port --baseline=127.0.0.1:$base --concurrency="$c" \
         --rows="$rows" --hidden=4096 --dtype=bf16 $flag --duration="$DURATION" --warmup=1s ${HOLD_NORMBENCH_FLAGS:-} \
-        --csv="$OUT/normbench_hold_${name}_${rows}x4096_${mode:-plain}_c$c.csv" 2>&1 | tail -5
+        --csv="$OUT/normbench_hold_${name}_${rows}x4096_${mode}_c$c.csv" 2>&1 | tail -5
     done
   }
   for hold in ${HOLD_US:-1 200 450}; do
@@ -340,18 +345,17 @@ if has cpu; then
   done
   for round in $(seq 1 "${CPU_ROUNDS:-1}"); do
     for point in ${CPU_POINTS:-"1:64" "1:256" "64:64" "1:1"}; do
-      IFS=: read -r rows c mode <<<"$point"
-      flag=""; [[ $mode == residual ]] && flag=--residual
+      parse_point "$point"
       load=(--concurrency="$c" --rows="$rows" --hidden=4096 --dtype=bf16 $flag --duration="$DURATION" --warmup=1s
             ${CPU_NORMBENCH_FLAGS:-})
-      stamp "cpu r$round ${rows}x4096 ${mode:-plain} c=$c: echo"
-      python3 "$root/tests/gpu/cpu_point.py" --pid "$echo_pid" --label "r$round ${rows}x4096 ${mode:-plain} c=$c echo" \
+      stamp "cpu r$round ${rows}x4096 $mode c=$c: echo"
+      python3 "$root/tests/gpu/cpu_point.py" --pid "$echo_pid" --label "r$round ${rows}x4096 $mode c=$c echo" \
         -- normbench --target=127.0.0.1:50112 "${load[@]}"
       for i in "${!variants[@]}"; do
-        stamp "cpu r$round ${rows}x4096 ${mode:-plain} c=$c: normd ${variants[$i]}"
+        stamp "cpu r$round ${rows}x4096 $mode c=$c: normd ${variants[$i]}"
         scrape $((9520 + i)) >"$OUT/m_before.txt"
         python3 "$root/tests/gpu/cpu_point.py" --pid "${pids[$i]}" \
-          --label "r$round ${rows}x4096 ${mode:-plain} c=$c normd ${variants[$i]}" \
+          --label "r$round ${rows}x4096 $mode c=$c normd ${variants[$i]}" \
           -- normbench --target=127.0.0.1:$((50120 + i)) "${load[@]}"
         scrape $((9520 + i)) >"$OUT/m_after.txt"
         python3 "$delta" "$OUT/m_before.txt" "$OUT/m_after.txt"
