@@ -328,10 +328,11 @@ int Run(int argc, char** argv) {
       any_ok |= sum.merged.ok() > 0;
       rps.push_back(sum.rps);
     }
-    if (rps.size() == 2 && rps[1] > 0) {
-      std::printf("         %s: throughput target/baseline = %.3f\n", point.label.c_str(), rps[0] / rps[1]);
-    }
-    if (servers.size() == 2) {
+    if (servers.size() == 2) {  // a target and its baseline
+      if (rps[1] > 0) {
+        std::printf("         %s: throughput target/baseline = %.3f\n", point.label.c_str(),
+                    rps[0] / rps[1]);
+      }
       const PairedRatios paired = PairWindowRatios(servers[0].windows, servers[1].windows);
       if (paired.pairs > 0) {
         std::printf("         %s: window pairs target/baseline: median %.3f of %d (%.3f-%.3f)\n",

@@ -40,7 +40,7 @@
 # SERVE_NORMBENCH_FLAGS: more normbench flags for every serve point (e.g. "--stability=0
 # --summary-windows=0" with DURATION=10s: ten window pairs a point, whose median ratio normbench prints).
 # CLIENT_CPUS / SERVER_CPUS (taskset lists, e.g. 0-3 and 4-15): pin normbench and the servers of the
-# serve, normd_ab and pair steps to their own CPUs, so that neither's threads land on the other's.
+# serve, normd_ab, pair and hold steps to their own CPUs, so that neither's threads land on the other's.
 # Everything printed goes to stdout; tee it into $OUT.
 # Usage (repository root, after `../shared/gpu/bundle.sh build/cuda-h200 .gpu`):
 #   STEPS="integration serve" tests/gpu/run_server_h200.sh
