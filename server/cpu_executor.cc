@@ -7,6 +7,7 @@
 
 #include "absl/time/clock.h"
 #include "kernels/cpu_rmsnorm.h"
+#include "server/large_buffer_pool.h"
 
 namespace normd {
 namespace {
@@ -32,7 +33,7 @@ absl::Status CpuExecutor::Start(const Launch& launch, StageTimes& stages) {
   // Tensors that arrived in several pieces (TensorBytes) are gathered, since the kernel reads rows
   // whole, and so are those in one piece at an address that is not a multiple of the element size
   // (a slice of the received message can start anywhere), which the kernel's element reads need.
-  std::vector<std::unique_ptr<char[]>> gathered;
+  std::vector<std::unique_ptr<ScratchBytes>> gathered;
   const auto itemsize = static_cast<uintptr_t>(ItemSize(launch.dtype));
   auto contiguous = [&gathered, itemsize](const TensorBytes& bytes) -> const void* {
     if (!bytes.present()) return nullptr;
@@ -40,9 +41,9 @@ absl::Status CpuExecutor::Start(const Launch& launch, StageTimes& stages) {
         one_piece != nullptr && reinterpret_cast<uintptr_t>(one_piece) % itemsize == 0) {
       return one_piece;
     }
-    gathered.push_back(std::make_unique_for_overwrite<char[]>(static_cast<size_t>(bytes.size())));
-    bytes.CopyTo(gathered.back().get());
-    return gathered.back().get();
+    gathered.push_back(std::make_unique<ScratchBytes>(static_cast<size_t>(bytes.size())));
+    bytes.CopyTo(gathered.back()->data());
+    return gathered.back()->data();
   };
   int64_t first_row = 0;
   for (const auto& item : launch.items) {

@@ -3,23 +3,22 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
-
 #include <malloc.h>
+#include <prometheus/exposer.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
-#include <vector>
 #include <sstream>
-
-#include <prometheus/exposer.h>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/mutex.h"
 #include "server/backend_factory.h"
+#include "server/large_buffer_pool.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/normalizer_service.h"
@@ -174,6 +173,7 @@ int RunServer(int argc, char** argv) {
     return 2;
   }
   KeepLargeBuffersInTheAllocator(config->max_queue_bytes, config->malloc_arenas);
+  LargeBufferPool::Shared().SetMaxIdleBytes(static_cast<size_t>(config->response_pool_bytes));
   TurnOffMutexDeadlockDetection();
   SetLogLevel(config->log_level);
   // Before anything else starts: a TLS misconfiguration must stop normd, never fall back to plaintext.

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <string>
 
+#include "server/large_buffer_pool.h"
+
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -87,6 +89,22 @@ std::vector<prometheus::MetricFamily> ProcessMetrics::Collect() const {
   AddValue(family, static_cast<double>(heap.fordblks), {{"state", "free_held"}});
   families.push_back(std::move(family));
 #endif
+  // LargeBufferPool: sent responses' large buffers kept for the next (--response-pool-bytes), a
+  // part of resident memory that is neither live data nor the allocator's.
+  const LargeBufferPool& pool = LargeBufferPool::Shared();
+  prometheus::MetricFamily idle = Family(
+      "normd_response_pool_idle_bytes",
+      "Bytes of sent responses' 32 MiB-and-larger tensor buffers kept for the next such responses",
+      prometheus::MetricType::Gauge);
+  AddValue(idle, static_cast<double>(pool.idle_bytes()));
+  families.push_back(std::move(idle));
+  prometheus::MetricFamily takes = Family(
+      "normd_response_pool_takes_total",
+      "Large response buffers handed out: reused (kept from an earlier response) or mapped (new)",
+      prometheus::MetricType::Counter);
+  AddValue(takes, static_cast<double>(pool.reused()), {{"source", "reused"}});
+  AddValue(takes, static_cast<double>(pool.mapped()), {{"source", "mapped"}});
+  families.push_back(std::move(takes));
   return families;
 }
 

@@ -1,12 +1,11 @@
 #include "server/response_wire.h"
 
-#include <grpcpp/impl/codegen/proto_utils.h>
-
 #include <cstdlib>
 #include <new>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "server/large_buffer_pool.h"
 #include "server/wire_format.h"
 
 namespace normd {
@@ -23,14 +22,6 @@ using wire::VarintSize;
 void CopyDtypeAndShape(const normd::v1::Tensor& like, normd::v1::Tensor& out) {
   out.set_dtype(like.dtype());
   *out.mutable_shape() = like.shape();
-}
-
-// Shapes `out` like `like` with `data_bytes` of data (zero-filled) and returns where the data starts.
-void* SizeLike(const normd::v1::Tensor& like, size_t data_bytes, normd::v1::Tensor& out) {
-  CopyDtypeAndShape(like, out);
-  std::string* data = out.mutable_data();
-  data->resize(data_bytes);
-  return data->data();
 }
 
 void FillTiming(const LaunchReport& report, normd::v1::Timing& timing) {
@@ -60,6 +51,11 @@ void ResponseWire::PrepareTensor(int field_number, const normd::v1::Tensor& like
   AppendVarint(LengthDelimitedTag(kTensorDataField), field.head);
   AppendVarint(data_bytes, field.head);
 
+  field.pooled = data_bytes >= LargeBufferPool::kMinBytes;
+  if (field.pooled) {
+    field.bytes = LargeBufferPool::TakeSharedSlice(data_bytes, &field.data);
+    return;
+  }
   // malloc leaves the bytes as they are (std::string::resize would zero them first); the slice
   // frees them when gRPC drops its last reference, after sending, or when this object goes unsent.
   void* data = std::malloc(data_bytes == 0 ? 1 : data_bytes);
@@ -72,14 +68,6 @@ void ResponseWire::PrepareTensor(int field_number, const normd::v1::Tensor& like
 void ResponseWire::Prepare(const normd::v1::NormalizeRequest& request, int64_t data_bytes,
                            bool with_residual_out) {
   const auto bytes = static_cast<size_t>(data_bytes);
-  if (bytes >= kMaxReferencedDataBytes) {
-    message_ = std::make_unique<normd::v1::NormalizeResponse>();
-    message_->set_request_id(request.request_id());
-    output_.data = SizeLike(request.input(), bytes, *message_->mutable_output());
-    if (with_residual_out)
-      residual_out_.data = SizeLike(request.residual(), bytes, *message_->mutable_residual_out());
-    return;
-  }
   PrepareTensor(kResponseOutputField, request.input(), bytes, output_);
   if (with_residual_out)
     PrepareTensor(kResponseResidualOutField, request.residual(), bytes, residual_out_);
@@ -87,16 +75,6 @@ void ResponseWire::Prepare(const normd::v1::NormalizeRequest& request, int64_t d
 }
 
 grpc::ByteBuffer ResponseWire::Finish(const LaunchReport& report) {
-  if (message_ != nullptr) {
-    FillTiming(report, *message_->mutable_timing());
-    grpc::ByteBuffer bytes;
-    bool own_buffer = false;
-    grpc::SerializationTraits<normd::v1::NormalizeResponse>::Serialize(*message_, &bytes,
-                                                                       &own_buffer);
-    message_.reset();
-    output_.data = residual_out_.data = nullptr;
-    return bytes;
-  }
   // request_id and timing, encoded by protobuf as a response of their own: concatenated messages
   // parse as one with the fields of both.
   normd::v1::NormalizeResponse rest;
@@ -107,6 +85,7 @@ grpc::ByteBuffer ResponseWire::Finish(const LaunchReport& report) {
   slices.reserve(5);
   for (TensorField* field : {&output_, &residual_out_}) {
     if (field->data == nullptr) continue;
+    if (field->pooled) LargeBufferPool::ReleaseWrites(field->data);
     slices.emplace_back(field->head);
     slices.push_back(std::move(field->bytes));
     field->data = nullptr;

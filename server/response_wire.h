@@ -10,14 +10,11 @@
 // normd.v1.NormalizeResponse a client would get from protobuf's own serializer (field order aside,
 // which the wire format leaves free).
 //
-// Except for responses with a tensor of kMaxReferencedDataBytes or more, which are built by
-// protobuf as before. Such buffers are at glibc's mmap threshold (server/main.cc sets it to 32 MiB,
-// its largest), so malloc maps them fresh unless its heap holds a free chunk that large, and every
-// 4 KiB page then faults while the output is written. Protobuf's serializer copies a response into
-// 1 MiB slices from the heap, which (as measured, not by design) leaves the heap holding such
-// chunks; with the outputs referenced instead, each 32 MiB request cost two fresh mappings (its
-// output, and the request's bytes when parsed), at 0.79x the throughput on the development VM and
-// about twice the server time on the H200 (docs/BENCHMARKS.md, 2026-11-30).
+// Tensors of 32 MiB and more (LargeBufferPool::kMinBytes, glibc's mmap threshold) take their
+// buffers from LargeBufferPool, which keeps such buffers for the next response once gRPC has sent
+// them: freshly mapped, every 4 KiB page of one would fault while the output is written. (Before
+// the pool such responses were built by protobuf, with a zero-fill and a serializer copy of their
+// tensors; see large_buffer_pool.h.)
 //
 // Threads: one owner at a time (the call's reactor, then the worker that writes the outputs); not
 // synchronized.
@@ -38,8 +35,6 @@ namespace normd {
 
 class ResponseWire {
  public:
-  static constexpr size_t kMaxReferencedDataBytes = size_t{32} << 20;
-
   ResponseWire() = default;
   ResponseWire(const ResponseWire&) = delete;
   ResponseWire& operator=(const ResponseWire&) = delete;
@@ -63,7 +58,8 @@ class ResponseWire {
   struct TensorField {
     std::string head;   // field tag, message length, dtype, shape, the data field's tag and length
     grpc::Slice bytes;  // owns `data`
-    void* data = nullptr;  // where the executor writes: `bytes`, or message_'s data field
+    void* data = nullptr;  // where the executor writes: `bytes`
+    bool pooled = false;   // `bytes` is LargeBufferPool's
   };
   static void PrepareTensor(int field_number, const normd::v1::Tensor& like, size_t data_bytes,
                             TensorField& field);
@@ -71,9 +67,6 @@ class ResponseWire {
   TensorField output_;
   TensorField residual_out_;
   std::string request_id_;
-  // Set for a response built by protobuf (a tensor that large): the fields' `data` then point into
-  // it, and their `head` and `bytes`, and request_id_, stay empty.
-  std::unique_ptr<normd::v1::NormalizeResponse> message_;
 };
 
 }  // namespace normd

@@ -95,6 +95,10 @@ ABSL_FLAG(int, malloc_arenas, 0,
           "glibc malloc arenas shared by normd's threads (0 = one per 4 cores it may run on, at least 1). Each "
           "keeps up to max(--max-queue-bytes, 32 MiB) of freed memory for the next requests, so fewer arenas "
           "bound memory tighter; more spread allocations over more locks");
+ABSL_FLAG(
+    int64_t, response_pool_bytes, int64_t{256} << 20,
+    "Buffers of responses' 32 MiB-and-larger tensors kept, once sent, for the next such responses "
+    "(written in place without a page fault each 4 KiB); past it they go back to the kernel");
 ABSL_FLAG(int64_t, max_weight_bytes, int64_t{1} << 30,
           "Bytes of registered weights kept; least recently used ones are evicted past it");
 ABSL_FLAG(int, stream_max_inflight, 64,
@@ -223,6 +227,9 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   c.fill_first_rows = absl::GetFlag(FLAGS_fill_first_rows);
   if (absl::Status s = CheckNonNegative("fill_first_rows", c.fill_first_rows); !s.ok()) return s;
   c.max_weight_bytes = absl::GetFlag(FLAGS_max_weight_bytes);
+  c.response_pool_bytes = absl::GetFlag(FLAGS_response_pool_bytes);
+  if (absl::Status s = CheckNonNegative("response_pool_bytes", c.response_pool_bytes); !s.ok())
+    return s;
   c.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   c.malloc_arenas = absl::GetFlag(FLAGS_malloc_arenas);
   // One arena per 4 cores: on the H200 machine's 16 cores, 4 arenas kept 1-row requests at c=256 at

@@ -56,6 +56,7 @@ struct ServerConfig {
   int max_concurrent_streams = 0;  // per HTTP/2 connection
   int malloc_arenas = 0;           // glibc's M_ARENA_MAX, resolved: > 0
   int64_t max_weight_bytes = 0;
+  int64_t response_pool_bytes = 0;  // LargeBufferPool's idle budget (server/large_buffer_pool.h)
   int stream_max_inflight = 0;
   absl::Duration drain_timeout;
   LogLevel log_level = LogLevel::kInfo;

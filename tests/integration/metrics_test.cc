@@ -276,8 +276,9 @@ TEST(MetricsTest, ExpositionCarriesNoTensorDataWeightsOrRequestIds) {
                              reg_response.weight_id().c_str()}) {
     EXPECT_EQ(metrics->find(secret), std::string::npos) << "/metrics contains '" << secret << "'";
   }
-  const std::set<std::string> own_labels = {"method", "code", "device", "stage", "direction", "state",
-                                            "backend", "cuda", "version", "quantile", "le"};
+  const std::set<std::string> own_labels = {"method",    "code",     "device",  "stage",
+                                            "direction", "state",    "backend", "cuda",
+                                            "version",   "quantile", "le",      "source"};
   for (const Sample& sample : Parse(*metrics).samples) {
     for (const auto& [label, value] : sample.labels) {
       EXPECT_TRUE(own_labels.count(label)) << sample.name << " has a label normd does not define: " << label;

@@ -7,6 +7,7 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "normd/v1/normd.grpc.pb.h"
+#include "tests/integration/http_get.h"
 #include "tests/integration/suite_normd.h"
 #include "tests/integration/tensor_util.h"
 
@@ -116,6 +117,31 @@ INSTANTIATE_TEST_SUITE_P(AllDtypes, NormalizeValuesTest, ::testing::ValuesIn(All
                                   (c.residual ? "_residual" : "_plain") + (c.weight_offset != 0 ? "_offset1" : "") +
                                   "_" + std::to_string(c.rows) + "x" + std::to_string(c.hidden);
                          });
+
+// Tensors of 32 MiB: their responses are written into buffers kept from earlier ones
+// (server/large_buffer_pool.h). Two requests in a row with different values, the second with a
+// residual: both must match the reference (no bytes of the first left in the second), and /metrics
+// must show buffers handed out again.
+TEST_F(NormalizeTest, ThirtyTwoMebibyteResponsesMatchTheReferenceInReusedBuffers) {
+  for (const bool residual : {false, true}) {
+    SCOPED_TRACE(residual ? "with a residual" : "plain");
+    std::mt19937 rng(residual ? 32 : 23);
+    normd::v1::NormalizeRequest request = MakeRequest(DType::kBFloat16, 4096, 4096, residual, rng);
+    normd::v1::NormalizeResponse response;
+    const grpc::Status status = Normalize(request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(response.output().data().size(), size_t{32} << 20);
+    EXPECT_EQ(CompareWithReference(request, response), "");
+  }
+  absl::StatusOr<std::string> metrics = HttpGet(server_->metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_NE(metrics->find("normd_response_pool_idle_bytes"), std::string::npos);
+  const std::string reused_series = "normd_response_pool_takes_total{source=\"reused\"} ";
+  const size_t at = metrics->find(reused_series);
+  ASSERT_NE(at, std::string::npos) << *metrics;
+  EXPECT_GE(std::stod(metrics->substr(at + reused_series.size(), 20)), 1)
+      << "no buffer was handed out a second time";
+}
 
 TEST_F(NormalizeTest, ThreeDimensionalInputKeepsItsShape) {
   std::mt19937 rng(5);

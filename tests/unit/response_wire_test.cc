@@ -3,7 +3,8 @@
 // dtype, shape and the bytes written through output()/residual_out(), the request_id, and the
 // launch's timing. The cases cover the lengths where a varint grows (127/128 bytes, 16 KiB),
 // tensors of one element, shapes of several dimensions, an empty request_id, requests with and
-// without a residual, and responses at and just under the size from which protobuf builds them.
+// without a residual, and responses at and just under the size from which the tensors' buffers come
+// from LargeBufferPool.
 #include "server/response_wire.h"
 
 #include <google/protobuf/util/message_differencer.h>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "server/large_buffer_pool.h"
 
 namespace normd {
 namespace {
@@ -65,16 +67,16 @@ const Case kCases[] = {
      "req-128"},
     {"16 KiB (three-byte length)", normd::v1::DTYPE_FLOAT16, {2, 4, 2048}, 16384, true, "id"},
     {"512 KiB, 64 x 4096 bf16", normd::v1::DTYPE_BFLOAT16, {64, 4096}, 64 * 4096 * 2, false, ""},
-    {"32 MiB, 4096 x 4096 bf16: built by protobuf (ResponseWire::kMaxReferencedDataBytes)",
+    {"32 MiB, 4096 x 4096 bf16: buffers from LargeBufferPool",
      normd::v1::DTYPE_BFLOAT16,
      {4096, 4096},
-     ResponseWire::kMaxReferencedDataBytes,
+     LargeBufferPool::kMinBytes,
      true,
      "big"},
-    {"one byte under that, referenced",
+    {"one byte under that, from malloc",
      normd::v1::DTYPE_BFLOAT16,
      {1},
-     ResponseWire::kMaxReferencedDataBytes - 1,
+     LargeBufferPool::kMinBytes - 1,
      false,
      "odd"},
     {"three dimensions and a request_id of over 127 bytes",
@@ -143,6 +145,33 @@ TEST(ResponseWireTest, AResponseNeverFinishedFreesItsBuffers) {
   wire.Prepare(request, 4096, /*with_residual_out=*/true);
   std::memset(wire.output(), 1, 4096);
   std::memset(wire.residual_out(), 2, 4096);
+}
+
+TEST(ResponseWireTest, ThirtyTwoMebibyteResponsesReuseTheBuffersOfEarlierOnes) {
+  std::mt19937_64 random(14);
+  normd::v1::NormalizeRequest request;
+  const size_t bytes = LargeBufferPool::kMinBytes;
+  *request.mutable_input() = RandomTensor(normd::v1::DTYPE_BFLOAT16, {4096, 4096}, bytes, random);
+  request.mutable_input()->clear_data();
+  LargeBufferPool& pool = LargeBufferPool::Shared();
+  // Sent (finished, then the bytes dropped as gRPC drops them) and never finished, in turn: either
+  // way the buffer goes back to the pool, and the next response of that size takes it.
+  for (int round = 0; round < 4; ++round) {
+    SCOPED_TRACE(round);
+    const int64_t reused_before = pool.reused();
+    {
+      ResponseWire wire;
+      wire.Prepare(request, static_cast<int64_t>(bytes), /*with_residual_out=*/false);
+      std::memset(wire.output(), round, bytes);
+      if (round % 2 == 0) {
+        const grpc::ByteBuffer sent = wire.Finish({});
+        EXPECT_GT(sent.Length(), bytes);
+        EXPECT_LE(sent.Length(), bytes + 64) << "the tensor and a few bytes of fields";
+      }
+    }
+    EXPECT_GE(pool.idle_bytes(), bytes);
+    if (round > 0) EXPECT_EQ(pool.reused(), reused_before + 1) << "the previous round's buffer";
+  }
 }
 
 TEST(ResponseWireTest, TheFinishedBytesOutliveTheWire) {

@@ -83,6 +83,21 @@ TEST(ServerConfigTest, ParallelCopyThresholdIsReadAndChecked) {
       << config.status();
 }
 
+TEST(ServerConfigTest, ResponsePoolBudgetIsReadAndChecked) {
+  absl::FlagSaver restore_flags;
+  absl::StatusOr<ServerConfig> config = Load({});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->response_pool_bytes, int64_t{256} << 20);
+  config = Load({"--response-pool-bytes=0"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->response_pool_bytes, 0);
+  config = Load({"--response-pool-bytes=-5"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("--response_pool_bytes = -5 must be >= 0"),
+            std::string::npos)
+      << config.status();
+}
+
 TEST(ServerConfigTest, CompanyMemoryAndMaximumAreReadAndChecked) {
   absl::FlagSaver restore_flags;
   absl::StatusOr<ServerConfig> config = Load({});
