@@ -96,9 +96,10 @@ ABSL_FLAG(int, malloc_arenas, 0,
           "keeps up to max(--max-queue-bytes, 32 MiB) of freed memory for the next requests, so fewer arenas "
           "bound memory tighter; more spread allocations over more locks");
 ABSL_FLAG(
-    int64_t, response_pool_bytes, int64_t{256} << 20,
+    int64_t, response_pool_bytes, -1,
     "Buffers of responses' 32 MiB-and-larger tensors kept, once sent, for the next such responses "
-    "(written in place without a page fault each 4 KiB); past it they go back to the kernel");
+    "(written in place without a page fault each 4 KiB); past it they go back to the kernel (-1 = "
+    "automatic: what the allocator keeps per arena, max(--max-queue-bytes, 32 MiB) up to 1 GiB)");
 ABSL_FLAG(int64_t, max_weight_bytes, int64_t{1} << 30,
           "Bytes of registered weights kept; least recently used ones are evicted past it");
 ABSL_FLAG(int, stream_max_inflight, 64,
@@ -228,8 +229,17 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   if (absl::Status s = CheckNonNegative("fill_first_rows", c.fill_first_rows); !s.ok()) return s;
   c.max_weight_bytes = absl::GetFlag(FLAGS_max_weight_bytes);
   c.response_pool_bytes = absl::GetFlag(FLAGS_response_pool_bytes);
-  if (absl::Status s = CheckNonNegative("response_pool_bytes", c.response_pool_bytes); !s.ok())
-    return s;
+  // Automatic: as much as main.cc's KeepLargeBuffersInTheAllocator lets an arena keep. Under
+  // 32 MiB requests at c=64 on the H200 (64 in flight), 256 MiB (8 buffers) sent 40% of takes to
+  // fresh mappings, 1 GiB 15-24% (docs/BENCHMARKS.md, "The rest of the grid in window pairs").
+  if (c.response_pool_bytes == -1) {
+    c.response_pool_bytes =
+        std::clamp<int64_t>(c.max_queue_bytes, int64_t{32} << 20, int64_t{1} << 30);
+  }
+  if (c.response_pool_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--response_pool_bytes = ", c.response_pool_bytes, " must be >= 0, or -1 for automatic"));
+  }
   c.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   c.malloc_arenas = absl::GetFlag(FLAGS_malloc_arenas);
   // One arena per 4 cores: on the H200 machine's 16 cores, 4 arenas kept 1-row requests at c=256 at

@@ -291,6 +291,7 @@ if has pair; then
     stamp "pair $name: a ${PAIR_NORMD_A:-normd} '${PAIR_FLAGS_A:-}' (target) vs b ${PAIR_NORMD_B:-normd} '${PAIR_FLAGS_B:-}' (baseline)"
     compare_point 9531 120 "$name" 127.0.0.1:50131 127.0.0.1:50132 "$c" "$rows" $flag ${PAIR_NORMBENCH_FLAGS:-}
   done
+  scrape 9531 >"$OUT/metrics_pair_a.txt"; scrape 9532 >"$OUT/metrics_pair_b.txt"
   kill -TERM "$pid_a" "$pid_b"; wait "$pid_a" "$pid_b"
 fi
 # hold: the echo answering late, from its own thread, against the echo answering in gRPC's handler.

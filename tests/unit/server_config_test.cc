@@ -87,7 +87,13 @@ TEST(ServerConfigTest, ResponsePoolBudgetIsReadAndChecked) {
   absl::FlagSaver restore_flags;
   absl::StatusOr<ServerConfig> config = Load({});
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->response_pool_bytes, int64_t{256} << 20);
+  EXPECT_EQ(config->response_pool_bytes, int64_t{1} << 30) << "automatic: --max-queue-bytes, 1 GiB";
+  config = Load({"--max-queue-bytes=4294967296"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->response_pool_bytes, int64_t{1} << 30) << "automatic: at most 1 GiB";
+  config = Load({"--max-queue-bytes=1000"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->response_pool_bytes, int64_t{32} << 20) << "automatic: at least 32 MiB";
   config = Load({"--response-pool-bytes=0"});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->response_pool_bytes, 0);
