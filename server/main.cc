@@ -157,7 +157,7 @@ normd::v1::ServerInfo MakeServerInfo(const ServerConfig& config, const Backend& 
 // every large allocation takes, so too few cost throughput on many cores (server_config.cc).
 void KeepLargeBuffersInTheAllocator(int64_t max_queue_bytes, int arenas) {
 #ifdef __GLIBC__
-  const int64_t keep = std::clamp<int64_t>(max_queue_bytes, int64_t{32} << 20, int64_t{1} << 30);
+  const int64_t keep = FreedBytesKeptPerArena(max_queue_bytes);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, static_cast<int>(keep));
   mallopt(M_TOP_PAD, static_cast<int>(std::min<int64_t>(keep / 2, int64_t{64} << 20)));

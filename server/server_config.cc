@@ -157,6 +157,10 @@ absl::Status CheckNonNegative(absl::string_view name, int64_t value) {
 
 }  // namespace
 
+int64_t FreedBytesKeptPerArena(int64_t max_queue_bytes) {
+  return std::clamp<int64_t>(max_queue_bytes, int64_t{32} << 20, int64_t{1} << 30);
+}
+
 absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   // absl allows one usage message per process; tests load configurations more than once.
   static const bool usage_set = [] {
@@ -232,10 +236,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   // Automatic: as much as main.cc's KeepLargeBuffersInTheAllocator lets an arena keep. Under
   // 32 MiB requests at c=64 on the H200 (64 in flight), 256 MiB (8 buffers) sent 40% of takes to
   // fresh mappings, 1 GiB 15-24% (docs/BENCHMARKS.md, "The rest of the grid in window pairs").
-  if (c.response_pool_bytes == -1) {
-    c.response_pool_bytes =
-        std::clamp<int64_t>(c.max_queue_bytes, int64_t{32} << 20, int64_t{1} << 30);
-  }
+  if (c.response_pool_bytes == -1)
+    c.response_pool_bytes = FreedBytesKeptPerArena(c.max_queue_bytes);
   if (c.response_pool_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--response_pool_bytes = ", c.response_pool_bytes, " must be >= 0, or -1 for automatic"));

@@ -99,6 +99,11 @@ int AutomaticCopyThreads(int usable_cpus, int cuda_workers);
 inline constexpr int kMaxAutomaticReplyThreads = 4;
 int AutomaticReplyThreads(int usable_cpus, int cuda_workers);
 
+// Freed memory the allocator may keep per arena for the next requests (main.cc's
+// KeepLargeBuffersInTheAllocator), and --response-pool-bytes's automatic budget:
+// max(--max-queue-bytes, 32 MiB) up to 1 GiB.
+int64_t FreedBytesKeptPerArena(int64_t max_queue_bytes);
+
 // Parses the environment and the command line (exits for --help) and checks every value.
 absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv);
 
