@@ -13,6 +13,7 @@
 //             --hidden=4096 --dtype=bf16 --duration=5s --csv=out.csv
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -48,7 +49,8 @@ ABSL_FLAG(std::string, request_rate, "",
           "open loop instead: requests per second, a list (the concurrency column then holds the mean "
           "number in flight)");
 ABSL_FLAG(std::string, arrivals, "poisson", "open loop: poisson or constant");
-ABSL_FLAG(absl::Duration, duration, absl::Seconds(5), "most measuring time per server and point");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(5),
+          "most measuring time per server and point, in whole windows (rounded up)");
 ABSL_FLAG(absl::Duration, window, absl::Seconds(1), "measurement window");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "load before the first window of each point");
 ABSL_FLAG(double, stability, 0.10, "windows agree when each is within this fraction of their mean");
@@ -75,7 +77,6 @@ struct Server {
   std::vector<std::unique_ptr<Client>> clients;  // one per connection
   std::unique_ptr<LoadGenerator> generator;
   std::vector<WindowStats> windows;
-  absl::Duration measured;
   bool stable = false;
 };
 
@@ -163,7 +164,6 @@ void MeasureWindow(Server& s, const Point& point, bool first, bool alone, bool t
   SleepWithProgress(absl::GetFlag(FLAGS_window), s, point, "measure", tty);
   WindowStats w = s.generator->Collect();
   if (!alone) s.generator->Stop();
-  s.measured += w.length;
   s.windows.push_back(std::move(w));
   s.stable = LastThreeAgree(s.windows, absl::GetFlag(FLAGS_stability));
 }
@@ -196,11 +196,14 @@ int Run(int argc, char** argv) {
   }
   absl::StatusOr<DType> dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
   const std::string arrivals = absl::GetFlag(FLAGS_arrivals);
-  if (!dtype.ok() || (arrivals != "poisson" && arrivals != "constant") || absl::GetFlag(FLAGS_rows) <= 0 ||
-      absl::GetFlag(FLAGS_hidden) <= 0 || absl::GetFlag(FLAGS_window) <= absl::ZeroDuration() ||
+  if (!dtype.ok() || (arrivals != "poisson" && arrivals != "constant") ||
+      absl::GetFlag(FLAGS_rows) <= 0 || absl::GetFlag(FLAGS_hidden) <= 0 ||
+      absl::GetFlag(FLAGS_window) <= absl::ZeroDuration() ||
+      absl::GetFlag(FLAGS_duration) <= absl::ZeroDuration() ||
       absl::GetFlag(FLAGS_summary_windows) < 0) {
-    std::cerr << "normbench: need --dtype=bf16|fp16|fp32, --arrivals=poisson|constant, positive --rows, "
-                 "--hidden, --window, and --summary-windows >= 0\n";
+    std::cerr
+        << "normbench: need --dtype=bf16|fp16|fp32, --arrivals=poisson|constant, positive --rows, "
+           "--hidden, --window, --duration, and --summary-windows >= 0\n";
     return 2;
   }
   std::vector<Point> points;
@@ -273,12 +276,15 @@ int Run(int argc, char** argv) {
   std::printf("%-8s %-14s %5s %6s %-5s %9s %6s %11s %11s %8s %8s %8s %8s %8s %6s %s\n", "server", "point", "rows",
               "hidden", "dtype", "requests", "errors", "req/s", "rows/s", "GB/s", "p50_us", "p90_us", "p95_us",
               "p99_us", "batch", "stable");
-  const absl::Duration duration = absl::GetFlag(FLAGS_duration);
+  // A point gets at most this many windows per server. Counted by the window rather than by the
+  // time each took, so that a window that overran (a slow or busy machine sleeps late) does not
+  // cost the point one of its windows: --duration=0.6s --window=0.2s always means up to three.
+  const size_t max_windows = static_cast<size_t>(
+      std::ceil(absl::FDivDuration(absl::GetFlag(FLAGS_duration), absl::GetFlag(FLAGS_window))));
   bool any_ok = false;
   for (const Point& point : points) {
     for (Server& s : servers) {
       s.windows.clear();
-      s.measured = absl::ZeroDuration();
       s.stable = false;
     }
     // Alternate window by window until every server is stable or out of time.
@@ -286,7 +292,7 @@ int Run(int argc, char** argv) {
     for (bool first = true;; first = false) {
       bool measured_any = false;
       for (Server& s : servers) {
-        if (s.stable || s.measured >= duration) continue;
+        if (s.stable || s.windows.size() >= max_windows) continue;
         MeasureWindow(s, point, first, alone, tty);
         measured_any = true;
       }
