@@ -59,7 +59,8 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
 void NormalizeStreamReactor::Admit(Slot* raw) {
   absl::StatusOr<ValidatedRequest> validated =
       raw->parsed.ok() ? ValidateNormalizeRequest(raw->request.message(), raw->request.input_data(),
-                                                  raw->request.residual_data(), limits_, weights_)
+                                                  raw->request.residual_data(),
+                                                  raw->request.weight_data(), limits_, weights_)
                        : raw->parsed;
   if (!validated.ok()) {
     if (metrics_ != nullptr) metrics_->RequestDone("NormalizeStream", validated.status(), absl::Now() - raw->received);

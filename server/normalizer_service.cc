@@ -84,7 +84,8 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
   RequestWire& request = reactor->request();
   absl::Status parsed = request.Parse(*raw_request);
   absl::StatusOr<ValidatedRequest> validated =
-      parsed.ok() ? ValidateNormalizeRequest(request.message(), request.input_data(), request.residual_data(),
+      parsed.ok() ? ValidateNormalizeRequest(request.message(), request.input_data(),
+                                             request.residual_data(), request.weight_data(),
                                              options_.limits, weights_)
                   : std::move(parsed);
   if (!validated.ok()) {

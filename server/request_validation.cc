@@ -40,16 +40,20 @@ absl::Status CheckWeight(const ValidatedRequest& out, DType weight_dtype, int64_
   return absl::OkStatus();
 }
 
-absl::Status ResolveWeight(const normd::v1::NormalizeRequest& request, WeightRegistry& weights,
+absl::Status ResolveWeight(const normd::v1::NormalizeRequest& request,
+                           const TensorBytes& weight_data, WeightRegistry& weights,
                            ValidatedRequest& out) {
   switch (request.weight_source_case()) {
     case normd::v1::NormalizeRequest::kWeight: {
       DType dtype;
       int64_t rows, hidden;
-      NORMD_RETURN_IF_ERROR(ValidateTensor(request.weight(), "weight", &dtype, &rows, &hidden));
+      NORMD_RETURN_IF_ERROR(
+          ValidateTensor(request.weight(), weight_data.size(), "weight", &dtype, &rows, &hidden));
       NORMD_RETURN_IF_ERROR(CheckWeight(out, dtype, rows, hidden, request.weight().shape_size(),
                                         ShapeString(request.weight())));
-      out.weight = request.weight().data().data();
+      out.weight = weight_data.contiguous();
+      if (out.weight == nullptr)
+        return absl::InternalError("weight: data in several pieces (normd's fault)");
       out.weight_dtype = dtype;
       return absl::OkStatus();
     }
@@ -135,16 +139,22 @@ TensorBytes ResidualDataIn(const normd::v1::NormalizeRequest& request) {
   return TensorBytes::Contiguous(residual.data(), static_cast<int64_t>(residual.size()));
 }
 
-absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,
-                                                          const ValidationLimits& limits,
-                                                          WeightRegistry& weights) {
-  return ValidateNormalizeRequest(request, InputDataIn(request), ResidualDataIn(request), limits, weights);
+TensorBytes WeightDataIn(const normd::v1::NormalizeRequest& request) {
+  if (!request.has_weight()) return TensorBytes();
+  const std::string& weight = request.weight().data();
+  return TensorBytes::Contiguous(weight.data(), static_cast<int64_t>(weight.size()));
 }
 
-absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,
-                                                          TensorBytes input_data, TensorBytes residual_data,
-                                                          const ValidationLimits& limits,
-                                                          WeightRegistry& weights) {
+absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(
+    const normd::v1::NormalizeRequest& request, const ValidationLimits& limits,
+    WeightRegistry& weights) {
+  return ValidateNormalizeRequest(request, InputDataIn(request), ResidualDataIn(request),
+                                  WeightDataIn(request), limits, weights);
+}
+
+absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(
+    const normd::v1::NormalizeRequest& request, TensorBytes input_data, TensorBytes residual_data,
+    const TensorBytes& weight_data, const ValidationLimits& limits, WeightRegistry& weights) {
   ValidatedRequest out;
   if (!request.has_input()) {
     return absl::InvalidArgumentError("input: missing; a NormalizeRequest needs an input tensor");
@@ -157,7 +167,7 @@ absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::Norma
   }
   out.input = std::move(input_data);
 
-  NORMD_RETURN_IF_ERROR(ResolveWeight(request, weights, out));
+  NORMD_RETURN_IF_ERROR(ResolveWeight(request, weight_data, weights, out));
 
   if (request.has_residual()) {
     const normd::v1::Tensor& residual = request.residual();

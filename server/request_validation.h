@@ -52,21 +52,22 @@ absl::Status ValidateTensor(const normd::v1::Tensor& tensor, absl::string_view f
 absl::Status ValidateTensor(const normd::v1::Tensor& tensor, int64_t data_bytes, absl::string_view field,
                             DType* dtype, int64_t* rows, int64_t* hidden);
 
-// The data of a message's input and residual where protobuf parsed them into the message itself;
-// the residual's is absent without a residual field.
+// The data of a message's input, residual and inline weight where protobuf parsed them into the
+// message itself; the residual's and the weight's are absent without their fields.
 TensorBytes InputDataIn(const normd::v1::NormalizeRequest& request);
 TensorBytes ResidualDataIn(const normd::v1::NormalizeRequest& request);
+TensorBytes WeightDataIn(const normd::v1::NormalizeRequest& request);
 
 // A request whose tensors carry their data.
 absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,
                                                           const ValidationLimits& limits,
                                                           WeightRegistry& weights);
-// A request whose input and residual data are given apart from it (RequestWire::input_data and
-// residual_data; the message's own data fields are then ignored).
-absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,
-                                                          TensorBytes input_data, TensorBytes residual_data,
-                                                          const ValidationLimits& limits,
-                                                          WeightRegistry& weights);
+// A request whose tensors' data are given apart from it (RequestWire's input_data, residual_data
+// and weight_data; the message's own data fields are then ignored). The weight's must be in one
+// piece.
+absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(
+    const normd::v1::NormalizeRequest& request, TensorBytes input_data, TensorBytes residual_data,
+    const TensorBytes& weight_data, const ValidationLimits& limits, WeightRegistry& weights);
 
 }  // namespace normd
 

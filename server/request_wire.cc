@@ -19,6 +19,8 @@ using wire::kVarint;
 // As the walk compares them with a tag's field number.
 constexpr uint64_t kRequestInputField = wire::kRequestInputField;
 constexpr uint64_t kRequestResidualField = wire::kRequestResidualField;
+constexpr uint64_t kRequestWeightField = wire::kRequestWeightField;
+constexpr uint64_t kRequestWeightIdField = wire::kRequestWeightIdField;
 constexpr uint64_t kTensorDataField = wire::kTensorDataField;
 
 // Reads the received slices as one stream of bytes, up to a limit (a submessage's end). Copyable: a
@@ -192,22 +194,30 @@ absl::Status RequestWire::Parse(const grpc::ByteBuffer& bytes) {
 RequestWire::Skeleton RequestWire::ParseSkeleton() {
   SliceReader in(slices_);
   std::string skeleton;
-  TensorBytes input_data, residual_data;
-  bool has_input_data = false, has_residual_data = false;
+  // Each tensor field's data as stripped so far, and whether a data field was seen.
+  struct Stripped {
+    TensorBytes data;
+    bool seen = false;
+  } input_data, residual_data, weight_data;
   while (!in.at_end()) {
     SliceReader field = in;
     uint64_t tag = 0;
     if (!in.ReadTag(&tag)) return Skeleton::kLeftToProtobuf;
     const uint64_t number = tag >> 3;
-    if ((number == kRequestInputField || number == kRequestResidualField) &&
-        (tag & 7) == kLengthDelimited) {
+    const bool length_delimited = (tag & 7) == kLengthDelimited;
+    // A weight_id replaces the oneof's weight with everything parsed into it so far.
+    if (number == kRequestWeightIdField && length_delimited) weight_data = Stripped{};
+    if ((number == kRequestInputField || number == kRequestResidualField ||
+         number == kRequestWeightField) &&
+        length_delimited) {
       uint64_t length = 0;
       if (!in.ReadLength(&length)) return Skeleton::kLeftToProtobuf;
       std::string tensor;
-      const bool is_input = number == kRequestInputField;
-      if (!StripTensorData(in.Limited(static_cast<int64_t>(length)), tensor,
-                           is_input ? input_data : residual_data,
-                           is_input ? has_input_data : has_residual_data)) {
+      Stripped& stripped = number == kRequestInputField      ? input_data
+                           : number == kRequestResidualField ? residual_data
+                                                             : weight_data;
+      if (!StripTensorData(in.Limited(static_cast<int64_t>(length)), tensor, stripped.data,
+                           stripped.seen)) {
         return Skeleton::kLeftToProtobuf;
       }
       in.Skip(static_cast<int64_t>(length));
@@ -222,10 +232,20 @@ RequestWire::Skeleton RequestWire::ParseSkeleton() {
   }
   // Protobuf's own checks and merges on everything else.
   if (!message_.ParseFromString(skeleton)) return Skeleton::kRefused;
-  input_ = has_input_data ? std::move(input_data) : TensorBytes::Empty();
-  residual_ = !message_.has_residual() ? TensorBytes()
-              : has_residual_data      ? std::move(residual_data)
-                                       : TensorBytes::Empty();
+  // A field protobuf did not see (or, for the weight, replaced) is absent; one seen without data
+  // is present and empty.
+  const auto data_of = [](bool field_present, Stripped& stripped) {
+    if (!field_present) return TensorBytes();
+    return stripped.seen ? std::move(stripped.data) : TensorBytes::Empty();
+  };
+  input_ = data_of(true, input_data);
+  residual_ = data_of(message_.has_residual(), residual_data);
+  weight_ = data_of(message_.has_weight(), weight_data);
+  if (weight_.contiguous() == nullptr) {
+    weight_gathered_.resize(static_cast<size_t>(weight_.size()));
+    weight_.CopyTo(weight_gathered_.data());
+    weight_ = TensorBytes::Contiguous(weight_gathered_.data(), weight_.size());
+  }
   data_in_slices_ = true;
   return Skeleton::kParsed;
 }
@@ -242,6 +262,7 @@ absl::Status RequestWire::ParseWhole(const grpc::ByteBuffer& bytes) {
   }
   input_ = InputDataIn(message_);
   residual_ = ResidualDataIn(message_);
+  weight_ = WeightDataIn(message_);
   return absl::OkStatus();
 }
 

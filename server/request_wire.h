@@ -1,16 +1,22 @@
-// A NormalizeRequest as received: every field parsed by protobuf except the two big ones, the
-// input's and the residual's data, which stay in gRPC's received slices and are read from there
-// (TensorBytes).
+// A NormalizeRequest as received: every field parsed by protobuf except the tensors' data (the
+// input's, the residual's and an inline weight's), which stays in gRPC's received slices and is
+// read from there (TensorBytes).
 //
-// How: the message's wire bytes are walked once; everything but those two `bytes` fields (tags,
-// lengths, dtype, shape, the weight, eps, ids, unknown fields) is copied into a small skeleton
-// message, with the two tensors' lengths rewritten, and protobuf parses the skeleton with its full
-// semantics (UTF-8 checks on strings, merging of repeated submessages, the oneof). A data field
-// stripped from the skeleton is recorded as pieces of the slices instead; where protobuf would keep
-// the last of several, so does this. A skeleton protobuf refuses is a message protobuf refuses (it
-// is the message less two complete fields). Anything else unusual on the wire (a group, a malformed
-// field) falls back to protobuf's parse of the whole message, so that odd encodings are accepted or
-// refused exactly as protobuf does; the data then lives in the parsed message.
+// How: the message's wire bytes are walked once; everything but those `bytes` fields (tags,
+// lengths, dtype, shape, eps, ids, unknown fields) is copied into a small skeleton message, with
+// the three tensors' lengths rewritten, and protobuf parses the skeleton with its full semantics
+// (UTF-8 checks on strings, merging of repeated submessages, the oneof). A data field stripped from
+// the skeleton is recorded as pieces of the slices instead; where protobuf would keep the last of
+// several, so does this, and a weight_id clears the weight's data before it as the oneof does. A
+// skeleton protobuf refuses is a message protobuf refuses (it is the message less complete `bytes`
+// fields). Anything else unusual on the wire (a group, a malformed field) falls back to protobuf's
+// parse of the whole message, so that odd encodings are accepted or refused exactly as protobuf
+// does; the data then lives in the parsed message.
+//
+// Why the weight too: a one-row request's inline weight is as large as its input (or twice, in
+// float32), and copying it into the skeleton and then again into protobuf's string was most of the
+// parse's time on gRPC's thread. The kernels read a weight whole, so one that arrived split over
+// two slices is gathered once.
 //
 // Threads: one owner at a time, like the call that holds it.
 #ifndef NORMD_SERVER_REQUEST_WIRE_H_
@@ -19,6 +25,7 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,6 +50,9 @@ class RequestWire {
   // residual field.
   const TensorBytes& input_data() const { return input_; }
   const TensorBytes& residual_data() const { return residual_; }
+  // An inline weight's data, in one piece; absent when the request has no weight field (a
+  // weight_id).
+  const TensorBytes& weight_data() const { return weight_; }
   // Whether the data stayed in the received slices (false after a fallback to protobuf's parse).
   bool data_in_slices() const { return data_in_slices_; }
 
@@ -57,6 +67,8 @@ class RequestWire {
   normd::v1::NormalizeRequest message_;
   TensorBytes input_;
   TensorBytes residual_;
+  TensorBytes weight_;
+  std::string weight_gathered_;  // the weight's bytes when they arrived in several slices
   bool data_in_slices_ = false;
 };
 

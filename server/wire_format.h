@@ -26,6 +26,8 @@ inline constexpr uint64_t LengthDelimitedTag(int field_number) {
 // Field numbers.
 inline constexpr int kTensorDataField = 3;
 inline constexpr int kRequestInputField = 1;
+inline constexpr int kRequestWeightField = 2;
+inline constexpr int kRequestWeightIdField = 3;
 inline constexpr int kRequestResidualField = 5;
 inline constexpr int kResponseOutputField = 1;
 inline constexpr int kResponseResidualOutField = 2;

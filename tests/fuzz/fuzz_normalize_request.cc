@@ -75,13 +75,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (rebuilt.has_input()) rebuilt.mutable_input()->set_data(Gathered(wire.input_data()));
   if (rebuilt.has_residual() != wire.residual_data().present()) std::abort();
   if (rebuilt.has_residual()) rebuilt.mutable_residual()->set_data(Gathered(wire.residual_data()));
+  if (rebuilt.has_weight() != wire.weight_data().present()) std::abort();
+  if (rebuilt.has_weight()) {
+    if (wire.weight_data().contiguous() == nullptr) std::abort();  // the kernels read it whole
+    rebuilt.mutable_weight()->set_data(Gathered(wire.weight_data()));
+  }
   if (rebuilt.SerializeAsString() != request.SerializeAsString()) std::abort();
 
   normd::ValidationLimits limits;
   limits.max_hidden = 4096;
   absl::StatusOr<normd::ValidatedRequest> validated = normd::ValidateNormalizeRequest(request, limits, Registry());
-  absl::StatusOr<normd::ValidatedRequest> wire_validated = normd::ValidateNormalizeRequest(
-      wire.message(), wire.input_data(), wire.residual_data(), limits, Registry());
+  absl::StatusOr<normd::ValidatedRequest> wire_validated =
+      normd::ValidateNormalizeRequest(wire.message(), wire.input_data(), wire.residual_data(),
+                                      wire.weight_data(), limits, Registry());
   if (validated.status() != wire_validated.status()) std::abort();
   if (!validated.ok()) {
     // A refusal must say what is wrong.
@@ -99,6 +105,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const normd::ValidatedRequest& w = *wire_validated;
   if (w.input.size() != r.input.size() || w.has_residual() != r.has_residual() ||
       (w.has_residual() && w.residual.size() != r.residual.size())) {
+    std::abort();
+  }
+  if (w.weight_dtype != r.weight_dtype ||
+      std::memcmp(w.weight, r.weight,
+                  static_cast<size_t>(r.hidden) * normd::ItemSize(r.weight_dtype)) != 0) {
     std::abort();
   }
   // The kernel reads exactly what validation vouched for (ASan catches a byte more), from the wire's

@@ -1,9 +1,9 @@
 // RequestWire (server/request_wire.h) must decode exactly what protobuf decodes, keeping the
-// input's and residual's data in the received slices for what protobuf's serializer writes (the
-// fast path, checked with data_in_slices() so that a silent fallback fails the test), and handing
-// anything odd to protobuf: repeated tensor fields (merged, last data wins), unknown fields, a
-// group, invalid UTF-8 in a string, truncated bytes. tests/fuzz/fuzz_normalize_request.cc compares
-// the two on arbitrary bytes.
+// input's, residual's and inline weight's data in the received slices for what protobuf's
+// serializer writes (the fast path, checked with data_in_slices() so that a silent fallback fails
+// the test), and handing anything odd to protobuf: repeated tensor fields (merged, last data wins),
+// unknown fields, a group, invalid UTF-8 in a string, truncated bytes.
+// tests/fuzz/fuzz_normalize_request.cc compares the two on arbitrary bytes.
 #include "server/request_wire.h"
 
 #include <grpcpp/support/byte_buffer.h>
@@ -57,6 +57,11 @@ bool ExpectSameAsProtobuf(const std::string& bytes, size_t piece) {
   if (rebuilt.has_input()) rebuilt.mutable_input()->set_data(Gathered(wire.input_data()));
   EXPECT_EQ(wire.residual_data().present(), expected.has_residual());
   if (rebuilt.has_residual()) rebuilt.mutable_residual()->set_data(Gathered(wire.residual_data()));
+  EXPECT_EQ(wire.weight_data().present(), expected.has_weight());
+  if (rebuilt.has_weight()) {
+    EXPECT_NE(wire.weight_data().contiguous(), nullptr);  // in one piece, as the kernels read it
+    rebuilt.mutable_weight()->set_data(Gathered(wire.weight_data()));
+  }
   EXPECT_EQ(rebuilt.SerializeAsString(), expected.SerializeAsString());
   return wire.data_in_slices();
 }
@@ -91,8 +96,57 @@ TEST(RequestWireTest, ProtobufsOwnEncodingKeepsTheDataInTheSlices) {
       EXPECT_GT(wire.input_data().piece_count(), 1u);  // spread over the slices, not gathered
       EXPECT_EQ(wire.input_data().contiguous(), nullptr);
       EXPECT_TRUE(wire.message().input().data().empty());
+      EXPECT_TRUE(wire.message().weight().data().empty());  // not copied into the message
+      if (inline_weight) {
+        EXPECT_EQ(wire.weight_data().size(), 4096 * 4);
+        // 16 KiB of weight in 16 KiB slices crosses a slice boundary: gathered into one piece.
+        EXPECT_EQ(Gathered(wire.weight_data()), request.weight().data());
+      }
     }
   }
+}
+
+// An inline weight inside one slice is read where it arrived, not copied.
+TEST(RequestWireTest, WeightInOneSliceStaysInIt) {
+  std::mt19937 random(5);
+  normd::v1::NormalizeRequest request;
+  *request.mutable_input() = Tensor(normd::v1::DTYPE_BFLOAT16, {1, 64}, 128, random);
+  *request.mutable_weight() = Tensor(normd::v1::DTYPE_BFLOAT16, {64}, 128, random);
+  const std::string bytes = request.SerializeAsString();
+  const grpc::ByteBuffer buffer = InSlices(bytes, bytes.size());
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(buffer.Dump(&slices).ok());
+  RequestWire wire;
+  ASSERT_TRUE(wire.Parse(buffer).ok());
+  const char* begin = reinterpret_cast<const char*>(slices[0].begin());
+  const char* weight = static_cast<const char*>(wire.weight_data().contiguous());
+  ASSERT_NE(weight, nullptr);
+  EXPECT_GE(weight, begin);
+  EXPECT_LE(weight + 128, begin + slices[0].size());
+  EXPECT_EQ(std::string(weight, 128), request.weight().data());
+}
+
+// weight and weight_id are a oneof: whichever comes last on the wire wins, and a weight that comes
+// after a weight_id starts afresh, without the data of a weight before it.
+TEST(RequestWireTest, WeightIdAndWeightReplaceEachOtherAsInProtobuf) {
+  std::mt19937 random(6);
+  normd::v1::NormalizeRequest input, weight, weight_without_data, id;
+  *input.mutable_input() = Tensor(normd::v1::DTYPE_FLOAT32, {1, 4}, 16, random);
+  *weight.mutable_weight() = Tensor(normd::v1::DTYPE_FLOAT32, {4}, 16, random);
+  weight_without_data.mutable_weight()->set_dtype(normd::v1::DTYPE_FLOAT32);
+  id.set_weight_id("sha256:abc");
+  const std::string in = input.SerializeAsString(), w = weight.SerializeAsString(),
+                    bare = weight_without_data.SerializeAsString(), i = id.SerializeAsString();
+  for (const std::string& bytes :
+       {in + w + i, in + i + w, in + w + i + bare, in + w + bare, in + w + w}) {
+    SCOPED_TRACE(testing::Message() << "message of " << bytes.size() << " bytes");
+    for (const size_t piece : {bytes.size(), size_t{3}})
+      EXPECT_TRUE(ExpectSameAsProtobuf(bytes, piece));
+  }
+  RequestWire wire;
+  ASSERT_TRUE(wire.Parse(InSlices(in + w + i + bare, 3)).ok());
+  EXPECT_TRUE(wire.message().has_weight());
+  EXPECT_EQ(wire.weight_data().size(), 0);  // the first weight's data went with the weight_id
 }
 
 TEST(RequestWireTest, DataInOneSliceIsContiguous) {
