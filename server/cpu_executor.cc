@@ -33,12 +33,12 @@ absl::Status CpuExecutor::Start(const Launch& launch, StageTimes& stages) {
   // Tensors that arrived in several pieces (TensorBytes) are gathered, since the kernel reads rows
   // whole, and so are those in one piece at an address that is not a multiple of the element size
   // (a slice of the received message can start anywhere), which the kernel's element reads need.
+  // An inline weight is in one piece but, for the same reason, may be just as misaligned.
   std::vector<std::unique_ptr<ScratchBytes>> gathered;
-  const auto itemsize = static_cast<uintptr_t>(ItemSize(launch.dtype));
-  auto contiguous = [&gathered, itemsize](const TensorBytes& bytes) -> const void* {
+  auto aligned = [&gathered](const TensorBytes& bytes, DType dtype) -> const void* {
     if (!bytes.present()) return nullptr;
     if (const void* one_piece = bytes.contiguous();
-        one_piece != nullptr && reinterpret_cast<uintptr_t>(one_piece) % itemsize == 0) {
+        one_piece != nullptr && reinterpret_cast<uintptr_t>(one_piece) % ItemSize(dtype) == 0) {
       return one_piece;
     }
     gathered.push_back(std::make_unique<ScratchBytes>(static_cast<size_t>(bytes.size())));
@@ -48,8 +48,12 @@ absl::Status CpuExecutor::Start(const Launch& launch, StageTimes& stages) {
   int64_t first_row = 0;
   for (const auto& item : launch.items) {
     const ValidatedRequest& r = item->request;
-    segments.push_back(RmsNormSegment{contiguous(r.input), item->output, contiguous(r.residual), item->residual_out,
-                                      r.weight, first_row, r.rows, r.eps, r.weight_offset, r.weight_dtype});
+    const TensorBytes weight = TensorBytes::Contiguous(
+        r.weight, r.hidden * static_cast<int64_t>(ItemSize(r.weight_dtype)));
+    segments.push_back(RmsNormSegment{aligned(r.input, launch.dtype), item->output,
+                                      aligned(r.residual, launch.dtype), item->residual_out,
+                                      aligned(weight, r.weight_dtype), first_row, r.rows, r.eps,
+                                      r.weight_offset, r.weight_dtype});
     first_row += r.rows;
   }
   // Split rows into chunks big enough to pay for a thread hand-off, a few per thread for balance.

@@ -52,8 +52,9 @@ absl::Status ResolveWeight(const normd::v1::NormalizeRequest& request,
       NORMD_RETURN_IF_ERROR(CheckWeight(out, dtype, rows, hidden, request.weight().shape_size(),
                                         ShapeString(request.weight())));
       out.weight = weight_data.contiguous();
-      if (out.weight == nullptr)
+      if (out.weight == nullptr) {  // RequestWire gathers it; the kernels read a weight whole
         return absl::InternalError("weight: data in several pieces (normd's fault)");
+      }
       out.weight_dtype = dtype;
       return absl::OkStatus();
     }

@@ -26,7 +26,9 @@ struct ValidatedRequest {
   int64_t hidden = 0;
   TensorBytes input;     // rows * hidden elements, where the request's bytes arrived
   TensorBytes residual;  // same, or absent (!present())
-  const void* weight = nullptr;    // hidden elements of weight_dtype
+  // hidden elements of weight_dtype, in one piece but at any address (an inline weight is read
+  // where it arrived): copy it, or gather it where element reads need alignment (CpuExecutor).
+  const void* weight = nullptr;
   DType weight_dtype = DType::kFloat32;
   float eps = 0.0f;
   float weight_offset = 0.0f;

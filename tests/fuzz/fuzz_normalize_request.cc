@@ -116,11 +116,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // pieces gathered into buffers of exactly that size.
   const std::string input = Gathered(w.input);
   const std::string residual = w.has_residual() ? Gathered(w.residual) : std::string();
+  // The weight is in one piece but may sit at any address in the slices: gathered, as CpuExecutor
+  // does when it is not element-aligned (the kernel's scalar reads need that).
+  const std::string weight(static_cast<const char*>(w.weight),
+                           static_cast<size_t>(r.hidden) * normd::ItemSize(w.weight_dtype));
   std::vector<uint8_t> output(static_cast<size_t>(r.elements()) * itemsize);
   std::vector<uint8_t> residual_out(r.has_residual() ? output.size() : 0);
-  normd::RmsNormSegment segment{input.data(), output.data(), r.has_residual() ? residual.data() : nullptr,
+  normd::RmsNormSegment segment{input.data(),
+                                output.data(),
+                                r.has_residual() ? residual.data() : nullptr,
                                 r.has_residual() ? residual_out.data() : nullptr,
-                                w.weight, 0, r.rows, r.eps, r.weight_offset, r.weight_dtype};
+                                weight.data(),
+                                0,
+                                r.rows,
+                                r.eps,
+                                r.weight_offset,
+                                r.weight_dtype};
   normd::RmsNormCpuRows(r.dtype, r.hidden, segment, 0, r.rows);
   return 0;
 }
