@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The development VM (Debian 12, 2 cores, CPU backend): normd that leaves an inline weight in the
-# received slices (NEW, build/ci/server/normd of d54e11b) head to head with the previous build (PREV,
-# 0bb50ae), and each against the echo, at 1x4096 bf16 with the weight inline (normbench's default),
-# window pairs of 1 s (six a point), both orders. Then perf: RequestWire::ParseSkeleton's share of each
-# server's samples under 1x4096 c=64 over eight connections.
+# received slices (NEW, build/ci/server/normd of f946e50: d54e11b, with c226808's gather of a
+# misaligned weight in CpuExecutor) head to head with the previous build (PREV, 0bb50ae), and each
+# against the echo, at 1x4096 bf16 with the weight inline (normbench's default), window pairs of 1 s
+# (six a point), both orders. Then perf: each server's own-time profile under 1x4096 c=64 over eight
+# connections.
 set -uo pipefail
 NEW=${NEW:-build/ci/server/normd}; PREV=${PREV:-/tmp/normd-prev-weight}
 NB=${NB:-build/ci/bench/load/normbench}; ECHO=${ECHO:-build/ci/bench/load/normd-echo}
