@@ -33,7 +33,6 @@ absl::Status CpuExecutor::Start(const Launch& launch, StageTimes& stages) {
   // Tensors that arrived in several pieces (TensorBytes) are gathered, since the kernel reads rows
   // whole, and so are those in one piece at an address that is not a multiple of the element size
   // (a slice of the received message can start anywhere), which the kernel's element reads need.
-  // An inline weight is in one piece but, for the same reason, may be just as misaligned.
   std::vector<std::unique_ptr<ScratchBytes>> gathered;
   auto aligned = [&gathered](const TensorBytes& bytes, DType dtype) -> const void* {
     if (!bytes.present()) return nullptr;
@@ -48,11 +47,9 @@ absl::Status CpuExecutor::Start(const Launch& launch, StageTimes& stages) {
   int64_t first_row = 0;
   for (const auto& item : launch.items) {
     const ValidatedRequest& r = item->request;
-    const TensorBytes weight = TensorBytes::Contiguous(
-        r.weight, r.hidden * static_cast<int64_t>(ItemSize(r.weight_dtype)));
     segments.push_back(RmsNormSegment{aligned(r.input, launch.dtype), item->output,
                                       aligned(r.residual, launch.dtype), item->residual_out,
-                                      aligned(weight, r.weight_dtype), first_row, r.rows, r.eps,
+                                      aligned(r.weight, r.weight_dtype), first_row, r.rows, r.eps,
                                       r.weight_offset, r.weight_dtype});
     first_row += r.rows;
   }

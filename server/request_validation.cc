@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -40,9 +41,8 @@ absl::Status CheckWeight(const ValidatedRequest& out, DType weight_dtype, int64_
   return absl::OkStatus();
 }
 
-absl::Status ResolveWeight(const normd::v1::NormalizeRequest& request,
-                           const TensorBytes& weight_data, WeightRegistry& weights,
-                           ValidatedRequest& out) {
+absl::Status ResolveWeight(const normd::v1::NormalizeRequest& request, TensorBytes weight_data,
+                           WeightRegistry& weights, ValidatedRequest& out) {
   switch (request.weight_source_case()) {
     case normd::v1::NormalizeRequest::kWeight: {
       DType dtype;
@@ -51,10 +51,7 @@ absl::Status ResolveWeight(const normd::v1::NormalizeRequest& request,
           ValidateTensor(request.weight(), weight_data.size(), "weight", &dtype, &rows, &hidden));
       NORMD_RETURN_IF_ERROR(CheckWeight(out, dtype, rows, hidden, request.weight().shape_size(),
                                         ShapeString(request.weight())));
-      out.weight = weight_data.contiguous();
-      if (out.weight == nullptr) {  // RequestWire gathers it; the kernels read a weight whole
-        return absl::InternalError("weight: data in several pieces (normd's fault)");
-      }
+      out.weight = std::move(weight_data);
       out.weight_dtype = dtype;
       return absl::OkStatus();
     }
@@ -67,7 +64,8 @@ absl::Status ResolveWeight(const normd::v1::NormalizeRequest& request,
       }
       NORMD_RETURN_IF_ERROR(CheckWeight(out, weight->dtype, 1, weight->hidden, 1,
                                         absl::StrCat("[", weight->hidden, "]")));
-      out.weight = weight->bytes.data();
+      out.weight =
+          TensorBytes::Contiguous(weight->bytes.data(), static_cast<int64_t>(weight->bytes.size()));
       out.weight_dtype = weight->dtype;
       out.registered_weight = std::move(weight);
       return absl::OkStatus();
@@ -155,7 +153,7 @@ absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(
 
 absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(
     const normd::v1::NormalizeRequest& request, TensorBytes input_data, TensorBytes residual_data,
-    const TensorBytes& weight_data, const ValidationLimits& limits, WeightRegistry& weights) {
+    TensorBytes weight_data, const ValidationLimits& limits, WeightRegistry& weights) {
   ValidatedRequest out;
   if (!request.has_input()) {
     return absl::InvalidArgumentError("input: missing; a NormalizeRequest needs an input tensor");
@@ -168,7 +166,7 @@ absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(
   }
   out.input = std::move(input_data);
 
-  NORMD_RETURN_IF_ERROR(ResolveWeight(request, weight_data, weights, out));
+  NORMD_RETURN_IF_ERROR(ResolveWeight(request, std::move(weight_data), weights, out));
 
   if (request.has_residual()) {
     const normd::v1::Tensor& residual = request.residual();

@@ -26,9 +26,9 @@ struct ValidatedRequest {
   int64_t hidden = 0;
   TensorBytes input;     // rows * hidden elements, where the request's bytes arrived
   TensorBytes residual;  // same, or absent (!present())
-  // hidden elements of weight_dtype, in one piece but at any address (an inline weight is read
-  // where it arrived): copy it, or gather it where element reads need alignment (CpuExecutor).
-  const void* weight = nullptr;
+  // hidden elements of weight_dtype: an inline weight where it arrived, like the input (in pieces,
+  // at any address), or a registered weight's bytes. Executors read it as they read the input.
+  TensorBytes weight;
   DType weight_dtype = DType::kFloat32;
   float eps = 0.0f;
   float weight_offset = 0.0f;
@@ -65,11 +65,10 @@ absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::Norma
                                                           const ValidationLimits& limits,
                                                           WeightRegistry& weights);
 // A request whose tensors' data are given apart from it (RequestWire's input_data, residual_data
-// and weight_data; the message's own data fields are then ignored). The weight's must be in one
-// piece.
+// and weight_data; the message's own data fields are then ignored).
 absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(
     const normd::v1::NormalizeRequest& request, TensorBytes input_data, TensorBytes residual_data,
-    const TensorBytes& weight_data, const ValidationLimits& limits, WeightRegistry& weights);
+    TensorBytes weight_data, const ValidationLimits& limits, WeightRegistry& weights);
 
 }  // namespace normd
 

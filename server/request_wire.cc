@@ -241,11 +241,6 @@ RequestWire::Skeleton RequestWire::ParseSkeleton() {
   input_ = data_of(true, input_data);
   residual_ = data_of(message_.has_residual(), residual_data);
   weight_ = data_of(message_.has_weight(), weight_data);
-  if (weight_.contiguous() == nullptr) {
-    weight_gathered_.resize(static_cast<size_t>(weight_.size()));
-    weight_.CopyTo(weight_gathered_.data());
-    weight_ = TensorBytes::Contiguous(weight_gathered_.data(), weight_.size());
-  }
   data_in_slices_ = true;
   return Skeleton::kParsed;
 }

@@ -15,8 +15,8 @@
 //
 // Why the weight too: a one-row request's inline weight is as large as its input (or twice, in
 // float32), and copying it into the skeleton and then again into protobuf's string was most of the
-// parse's time on gRPC's thread. The kernels read a weight whole, so one that arrived split over
-// two slices is gathered once.
+// parse's time on gRPC's thread. Like the input, a weight split over two slices stays in its two
+// pieces: the CUDA executor copies it into staging piece by piece, the CPU executor gathers it.
 //
 // Threads: one owner at a time, like the call that holds it.
 #ifndef NORMD_SERVER_REQUEST_WIRE_H_
@@ -50,7 +50,7 @@ class RequestWire {
   // residual field.
   const TensorBytes& input_data() const { return input_; }
   const TensorBytes& residual_data() const { return residual_; }
-  // An inline weight's data, in one piece; absent when the request has no weight field (a
+  // An inline weight's data wherever it is; absent when the request has no weight field (a
   // weight_id).
   const TensorBytes& weight_data() const { return weight_; }
   // Whether the data stayed in the received slices (false after a fallback to protobuf's parse).
@@ -68,7 +68,6 @@ class RequestWire {
   TensorBytes input_;
   TensorBytes residual_;
   TensorBytes weight_;
-  std::string weight_gathered_;  // the weight's bytes when they arrived in several slices
   bool data_in_slices_ = false;
 };
 

@@ -1,6 +1,5 @@
 #include "server/staging_layout.h"
 
-#include <cstring>
 #include <vector>
 
 namespace normd {
@@ -75,8 +74,7 @@ absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void*
       if (!weight.ok()) return weight.status();
       seg.weight = *weight;
     } else {
-      std::memcpy(At(up_host, layout.weight_at[i]), r.weight,
-                  static_cast<size_t>(r.hidden * static_cast<int64_t>(ItemSize(r.weight_dtype))));
+      r.weight.CopyTo(At(up_host, layout.weight_at[i]));  // small: on this thread, cached stores
       seg.weight = At(up_device, layout.weight_at[i]);
     }
     seg.weight_dtype = r.weight_dtype;

@@ -22,7 +22,8 @@ absl::Status WarmUpWorkers(const std::vector<std::unique_ptr<Worker>>& workers) 
     item->request.rows = 1;
     item->request.hidden = kHidden;
     item->request.input = TensorBytes::Contiguous(input.data(), kHidden * static_cast<int64_t>(sizeof(float)));
-    item->request.weight = weight.data();
+    item->request.weight =
+        TensorBytes::Contiguous(weight.data(), kHidden * static_cast<int64_t>(sizeof(float)));
     item->request.weight_dtype = DType::kFloat32;
     item->request.eps = 1e-6f;
     item->output = output.data();

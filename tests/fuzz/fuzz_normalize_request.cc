@@ -76,10 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (rebuilt.has_residual() != wire.residual_data().present()) std::abort();
   if (rebuilt.has_residual()) rebuilt.mutable_residual()->set_data(Gathered(wire.residual_data()));
   if (rebuilt.has_weight() != wire.weight_data().present()) std::abort();
-  if (rebuilt.has_weight()) {
-    if (wire.weight_data().contiguous() == nullptr) std::abort();  // the kernels read it whole
-    rebuilt.mutable_weight()->set_data(Gathered(wire.weight_data()));
-  }
+  if (rebuilt.has_weight()) rebuilt.mutable_weight()->set_data(Gathered(wire.weight_data()));
   if (rebuilt.SerializeAsString() != request.SerializeAsString()) std::abort();
 
   normd::ValidationLimits limits;
@@ -101,25 +98,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (request.input().data().size() != static_cast<size_t>(r.elements()) * itemsize) std::abort();
   if (r.input.size() != static_cast<int64_t>(request.input().data().size())) std::abort();
   if (r.has_residual() && request.residual().data().size() != request.input().data().size()) std::abort();
-  if (r.weight == nullptr) std::abort();
+  const int64_t weight_bytes = r.hidden * static_cast<int64_t>(normd::ItemSize(r.weight_dtype));
+  if (!r.weight.present() || r.weight.size() != weight_bytes) std::abort();
   const normd::ValidatedRequest& w = *wire_validated;
   if (w.input.size() != r.input.size() || w.has_residual() != r.has_residual() ||
       (w.has_residual() && w.residual.size() != r.residual.size())) {
     std::abort();
   }
-  if (w.weight_dtype != r.weight_dtype ||
-      std::memcmp(w.weight, r.weight,
-                  static_cast<size_t>(r.hidden) * normd::ItemSize(r.weight_dtype)) != 0) {
-    std::abort();
-  }
+  if (w.weight_dtype != r.weight_dtype || Gathered(w.weight) != Gathered(r.weight)) std::abort();
   // The kernel reads exactly what validation vouched for (ASan catches a byte more), from the wire's
   // pieces gathered into buffers of exactly that size.
   const std::string input = Gathered(w.input);
   const std::string residual = w.has_residual() ? Gathered(w.residual) : std::string();
-  // The weight is in one piece but may sit at any address in the slices: gathered, as CpuExecutor
-  // does when it is not element-aligned (the kernel's scalar reads need that).
-  const std::string weight(static_cast<const char*>(w.weight),
-                           static_cast<size_t>(r.hidden) * normd::ItemSize(w.weight_dtype));
+  const std::string weight = Gathered(w.weight);
   std::vector<uint8_t> output(static_cast<size_t>(r.elements()) * itemsize);
   std::vector<uint8_t> residual_out(r.has_residual() ? output.size() : 0);
   normd::RmsNormSegment segment{input.data(),

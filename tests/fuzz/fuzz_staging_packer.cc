@@ -120,17 +120,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 0:
         r.weight_dtype = DType::kFloat32;
         o->weight = Fill(c, DType::kFloat32, hidden);
-        r.weight = o->weight.data();
+        r.weight = InPieces(c, o->weight);
         break;
       case 1:
         r.weight_dtype = dtype;
         o->weight = Fill(c, dtype, hidden);
-        r.weight = o->weight.data();
+        r.weight = InPieces(c, o->weight);
         break;
       default:
         r.registered_weight = registered;
         r.weight_dtype = DType::kFloat32;
-        r.weight = registered->bytes.data();
+        r.weight = normd::TensorBytes::Contiguous(registered->bytes.data(),
+                                                  static_cast<int64_t>(registered->bytes.size()));
     }
     r.eps = static_cast<float>(1 + c.Next(4)) * 1e-3f;  // > 0: an all-zero row gives zeros, not NaN
     r.weight_offset = static_cast<float>(c.Next(2));
@@ -186,8 +187,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Every request against the reference, computed from the request's own buffers.
   for (size_t i = 0; i < n; ++i) {
     const normd::ValidatedRequest& r = launch.items[i]->request;
-    normd::RmsNormSegment own{owned[i]->input.data(), nullptr, r.has_residual() ? owned[i]->residual.data() : nullptr,
-                              nullptr, r.weight, 0, r.rows, r.eps, r.weight_offset, r.weight_dtype};
+    normd::RmsNormSegment own{owned[i]->input.data(),
+                              nullptr,
+                              r.has_residual() ? owned[i]->residual.data() : nullptr,
+                              nullptr,
+                              r.registered_weight != nullptr ? r.registered_weight->bytes.data()
+                                                             : owned[i]->weight.data(),
+                              0,
+                              r.rows,
+                              r.eps,
+                              r.weight_offset,
+                              r.weight_dtype};
     std::vector<double> want(static_cast<size_t>(r.elements())), want_h(r.has_residual() ? want.size() : 0);
     normd::RmsNormReference(dtype, hidden, own, want.data(), r.has_residual() ? want_h.data() : nullptr);
     for (size_t j = 0; j < want.size(); ++j) {

@@ -143,7 +143,8 @@ TEST(CopyPoolTest, PackAndUnpackWithAPoolMatchTheCallerAlone) {
         r.residual.Append(residuals.back().data() + at, 16 << 10);
       item->residual_out = residual_outs[1].data();
     }
-    r.weight = weights.back().data();
+    r.weight =
+        TensorBytes::Contiguous(weights.back().data(), static_cast<int64_t>(weights.back().size()));
     r.weight_dtype = DType::kBFloat16;
     r.eps = 1e-5f;
     item->output = outputs[static_cast<size_t>(i)].data();

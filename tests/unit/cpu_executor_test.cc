@@ -69,7 +69,11 @@ TEST(CpuExecutorTest, MisalignedInputResidualAndWeightGiveTheAlignedResult) {
           TensorBytes::Contiguous(Misaligned(input, input_at), static_cast<int64_t>(input.size()));
       r.residual = TensorBytes::Contiguous(Misaligned(residual, residual_at),
                                            static_cast<int64_t>(residual.size()));
-      r.weight = Misaligned(weight, weight_at);
+      // The weight in two pieces as well, as one that straddles two received slices arrives.
+      const char* weight_bytes = static_cast<const char*>(Misaligned(weight, weight_at));
+      r.weight = TensorBytes::Empty();
+      r.weight.Append(weight_bytes, 3);
+      r.weight.Append(weight_bytes + 3, static_cast<int64_t>(weight.size()) - 3);
       r.weight_dtype = weight_dtype;
       r.eps = 1e-6f;
       r.weight_offset = 0.5f;
