@@ -37,6 +37,7 @@
 #                "default": none), in turn, CPU_ROUNDS times, at CPU_POINTS (rows:concurrency[:residual]):
 #                busy cores, the server's by thread name, CPU microseconds per request (CPU_NORMBENCH_FLAGS:
 #                more normbench flags, e.g. --connections=8)
+# SERVE_MODES: the serve step's request kinds (default "plain residual").
 # SERVE_NORMBENCH_FLAGS: more normbench flags for every serve point (e.g. "--stability=0
 # --summary-windows=0" with DURATION=10s: ten window pairs a point, whose median ratio normbench prints).
 # CLIENT_CPUS / SERVER_CPUS (taskset lists, e.g. 0-3 and 4-15): pin normbench and the servers of the
@@ -119,7 +120,7 @@ if has serve; then
     wait_serving "$OUT/normd_w$workers.log" "normd serving"
     for shape in ${SERVE_SHAPES:-"1:1,8,64,256" "64:1,8,64,256" "4096:1,8,64"}; do
       rows=${shape%%:*}
-      for mode in plain residual; do
+      for mode in ${SERVE_MODES:-plain residual}; do
         flag=""; [[ $mode == residual ]] && flag=--residual
         IFS=, read -ra levels <<<"${shape#*:}"
         for c in "${levels[@]}"; do
