@@ -99,7 +99,7 @@ ABSL_FLAG(
     int64_t, response_pool_bytes, -1,
     "Buffers of responses' 32 MiB-and-larger tensors kept, once sent, for the next such responses "
     "(written in place without a page fault each 4 KiB); past it they go back to the kernel (-1 = "
-    "automatic: what the allocator keeps per arena, max(--max-queue-bytes, 32 MiB) up to 1 GiB)");
+    "automatic: max(--max-queue-bytes, 32 MiB), the memory given to requests in flight)");
 ABSL_FLAG(int64_t, max_weight_bytes, int64_t{1} << 30,
           "Bytes of registered weights kept; least recently used ones are evicted past it");
 ABSL_FLAG(int, stream_max_inflight, 64,
@@ -159,6 +159,10 @@ absl::Status CheckNonNegative(absl::string_view name, int64_t value) {
 
 int64_t FreedBytesKeptPerArena(int64_t max_queue_bytes) {
   return std::clamp<int64_t>(max_queue_bytes, int64_t{32} << 20, int64_t{1} << 30);
+}
+
+int64_t AutomaticResponsePoolBytes(int64_t max_queue_bytes) {
+  return std::max<int64_t>(max_queue_bytes, int64_t{32} << 20);
 }
 
 absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
@@ -237,7 +241,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   // 32 MiB requests at c=64 on the H200 (64 in flight), 256 MiB (8 buffers) sent 40% of takes to
   // fresh mappings, 1 GiB 15-24% (docs/BENCHMARKS.md, "The rest of the grid in window pairs").
   if (c.response_pool_bytes == -1)
-    c.response_pool_bytes = FreedBytesKeptPerArena(c.max_queue_bytes);
+    c.response_pool_bytes = AutomaticResponsePoolBytes(c.max_queue_bytes);
   if (c.response_pool_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--response_pool_bytes = ", c.response_pool_bytes, " must be >= 0, or -1 for automatic"));

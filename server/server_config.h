@@ -100,9 +100,15 @@ inline constexpr int kMaxAutomaticReplyThreads = 4;
 int AutomaticReplyThreads(int usable_cpus, int cuda_workers);
 
 // Freed memory the allocator may keep per arena for the next requests (main.cc's
-// KeepLargeBuffersInTheAllocator), and --response-pool-bytes's automatic budget:
-// max(--max-queue-bytes, 32 MiB) up to 1 GiB.
+// KeepLargeBuffersInTheAllocator): max(--max-queue-bytes, 32 MiB) up to 1 GiB (mallopt takes an
+// int).
 int64_t FreedBytesKeptPerArena(int64_t max_queue_bytes);
+// --response-pool-bytes's automatic budget: max(--max-queue-bytes, 32 MiB), not capped like the
+// allocator's. The queue bound is the memory the operator gives to requests in flight; with many
+// 32 MiB requests in flight (4096x4096 bf16 at c=256 on the H200) a 1 GiB pool sent 62% of the
+// responses to fresh mappings, and normd served 0.67-0.71 of the echo; keeping them all, 0.99 once
+// warm (docs/BENCHMARKS.md).
+int64_t AutomaticResponsePoolBytes(int64_t max_queue_bytes);
 
 // Parses the environment and the command line (exits for --help) and checks every value.
 absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv);
