@@ -237,9 +237,9 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   if (absl::Status s = CheckNonNegative("fill_first_rows", c.fill_first_rows); !s.ok()) return s;
   c.max_weight_bytes = absl::GetFlag(FLAGS_max_weight_bytes);
   c.response_pool_bytes = absl::GetFlag(FLAGS_response_pool_bytes);
-  // Automatic: as much as main.cc's KeepLargeBuffersInTheAllocator lets an arena keep. Under
-  // 32 MiB requests at c=64 on the H200 (64 in flight), 256 MiB (8 buffers) sent 40% of takes to
-  // fresh mappings, 1 GiB 15-24% (docs/BENCHMARKS.md, "The rest of the grid in window pairs").
+  // Automatic: the memory given to requests in flight (server_config.h says why). Under 32 MiB
+  // requests on the H200, 256 MiB (8 buffers) sent 40% of takes to fresh mappings at c=64, and
+  // 1 GiB 15-24% at c=64 and 62% at c=256 (docs/BENCHMARKS.md).
   if (c.response_pool_bytes == -1)
     c.response_pool_bytes = AutomaticResponsePoolBytes(c.max_queue_bytes);
   if (c.response_pool_bytes < 0) {
