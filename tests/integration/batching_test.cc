@@ -204,15 +204,18 @@ TEST(BatchingTest, ConcurrentMixedRequestsAreEachCorrect) {
 }
 
 // Requests of several MiB each, sent together so that they share launches: on the CUDA backend such
-// launches are pipelined in chunks of rows (cuda_executor.h), and with these odd row lengths and row
-// counts the chunk boundaries fall inside requests and between them. Every request must still match
-// the reference; on the CPU backend the same test checks the large-request path end to end.
-TEST(BatchingTest, LargeRequestsSharingLaunchesAreEachCorrect) {
+// launches are pipelined in chunks of rows (cuda_executor.h), and with these odd row lengths and
+// row counts the chunk boundaries fall inside requests and between them. Every request must still
+// match the reference; on the CPU backend the same test checks the large-request path end to end.
+// On the CUDA backend it runs with one worker, then with two, whose pipelined uploads take turns
+// (server/upload_turns.h).
+void ExpectLargeRequestsSharingLaunchesCorrect(int workers) {
   NormdProcess server;
   const std::vector<std::string> args =
-      TestBackend() == "cpu" ? std::vector<std::string>{"--backend=cpu", "--max-queue-delay-us=20000"}
-                             : std::vector<std::string>{"--backend=cuda", "--workers-per-gpu=1",
-                                                        "--max-queue-delay-us=20000"};
+      TestBackend() == "cpu"
+          ? std::vector<std::string>{"--backend=cpu", "--max-queue-delay-us=20000"}
+          : std::vector<std::string>{"--backend=cuda", absl::StrCat("--workers-per-gpu=", workers),
+                                     "--max-queue-delay-us=20000"};
   ASSERT_TRUE(server.Start(args).ok()) << server.log();
   constexpr int kClients = 4;
   std::atomic<int> failures{0}, batched{0};
@@ -244,8 +247,17 @@ TEST(BatchingTest, LargeRequestsSharingLaunchesAreEachCorrect) {
   }
   for (auto& t : clients) t.join();
   EXPECT_EQ(failures.load(), 0);
-  std::printf("%d of %d large requests shared a launch (%s backend)\n", batched.load(), 3 * kClients,
-              TestBackend().c_str());
+  std::printf("%d of %d large requests shared a launch (%s backend, %d workers)\n", batched.load(),
+              3 * kClients, TestBackend().c_str(), workers);
+}
+
+TEST(BatchingTest, LargeRequestsSharingLaunchesAreEachCorrect) {
+  const std::vector<int> worker_counts =
+      TestBackend() == "cpu" ? std::vector<int>{1} : std::vector<int>{1, 2};
+  for (const int workers : worker_counts) {
+    SCOPED_TRACE(absl::StrCat(workers, " workers"));
+    ExpectLargeRequestsSharingLaunchesCorrect(workers);
+  }
 }
 
 TEST(StreamTest, ThousandMessagesComeBackInOrder) {
