@@ -169,11 +169,9 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
     Log(LogLevel::kInfo, "GPU ", gpu, ": ", props.name, ", ", props.totalGlobalMem >> 20, " MiB, device copy ",
         copy_bandwidth / 1e12, " TB/s, pinned host to device ", link.h2d / 1e9, " GB/s, device to host ",
         link.d2h / 1e9, " GB/s");
-    absl::StatusOr<std::shared_ptr<UploadTurns>> upload_turns = UploadTurns::Create(gpu);
-    if (!upload_turns.ok()) return upload_turns.status();
     for (int w = 0; w < config.workers_per_gpu; ++w) {
       absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
-          CudaExecutor::Create(gpu, w, options, *upload_turns, metrics);
+          CudaExecutor::Create(gpu, w, options, metrics);
       if (!executor.ok()) return executor.status();
       backend.workers.push_back(
           std::make_unique<Worker>(*std::move(executor), limits, metrics, reply_threads));

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <initializer_list>
-#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -66,20 +65,17 @@ cudaError_t LaunchWholeKernel(const Launch& launch, const void* host_table, cons
 }  // namespace
 
 CudaExecutor::CudaExecutor(int device, int worker_index, const CudaExecutorOptions& options,
-                           std::shared_ptr<UploadTurns> upload_turns, ServerMetrics* metrics)
+                           ServerMetrics* metrics)
     : device_(device),
       worker_index_(worker_index),
       weight_cache_bytes_(options.weight_cache_bytes),
       zero_copy_max_bytes_(options.zero_copy_max_bytes),
       metrics_(metrics),
-      upload_turns_(std::move(upload_turns)),
       copies_(options.copy_threads, options.copy_spin, options.parallel_copy_min_bytes) {}
 
 absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
-    int device, int worker_index, const CudaExecutorOptions& options,
-    std::shared_ptr<UploadTurns> upload_turns, ServerMetrics* metrics) {
-  std::unique_ptr<CudaExecutor> executor(
-      new CudaExecutor(device, worker_index, options, std::move(upload_turns), metrics));
+    int device, int worker_index, const CudaExecutorOptions& options, ServerMetrics* metrics) {
+  std::unique_ptr<CudaExecutor> executor(new CudaExecutor(device, worker_index, options, metrics));
   if (absl::Status s = executor->Init(); !s.ok()) return s;
   return executor;
 }
@@ -307,11 +303,6 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
   const auto chunks = static_cast<int>(std::clamp<int64_t>(data_bytes / kMinChunkBytes, 1, kMaxChunks));
   const int64_t rows_per_chunk = (launch.rows + chunks - 1) / chunks;
 
-  // This launch's uploads start after those of the GPU's launch before it, whichever worker's, and
-  // the next one's after these: held to the end of this function (upload_turns.h). events[0] is
-  // recorded after the wait, so the h2d stage times this launch's own transfer.
-  UploadTurns::Turn turn(*upload_turns_, stream_);
-  if (turn.error() != cudaSuccess) return turn.error();
   cudaEventRecord(slot.events[0], stream_);
   // The table and inline weights first. The kernels take their segments by value (one call per
   // request in a chunk), so the table itself goes unused; it is small.

@@ -1,26 +1,24 @@
 // The CUDA backend's executor: one worker's stream, pinned staging slots, device buffers and weight
 // cache on one GPU.
 //
-// A launch is packed into a pinned staging slot (segment table, inline weights, inputs, residuals:
-// each request's bytes copied in once), copied up in one transfer, normalized by one batched kernel
-// launch, and its outputs (and residual_outs) copied down in one transfer to the slot's pinned
-// output area, from which Finish copies each request's bytes out once. Two slots let the worker
-// pack launch k+1 while launch k is on the device. Buffers grow to the largest launch seen and are
-// then reused: no cudaMalloc or cudaHostAlloc on the request path once warm. Registered weights are
-// uploaded once per worker and kept (bounded, least recently used first out).
+// A launch is packed into a pinned staging slot (segment table, inline weights, inputs, residuals: each
+// request's bytes copied in once), copied up in one transfer, normalized by one batched kernel launch,
+// and its outputs (and residual_outs) copied down in one transfer to the slot's pinned output area, from
+// which Finish copies each request's bytes out once. Two slots let the worker pack launch k+1 while
+// launch k is on the device. Buffers grow to the largest launch seen and are then reused: no
+// cudaMalloc or cudaHostAlloc on the request path once warm. Registered weights are uploaded once per
+// worker and kept (bounded, least recently used first out).
 //
-// Large launches (kPipelineMinBytes and up) are pipelined: their rows are cut into chunks, and
-// chunk k's upload, chunk k-1's kernel and chunk k-2's download run at once on three streams (PCIe
-// is full duplex), so that a launch takes about one transfer's time instead of upload + kernel +
-// download. Small launches stay on one stream: cross-stream waits would only add latency to them.
-// The uploads of pipelined launches take turns with those of the GPU's other workers
-// (upload_turns.h), so that two large launches do not split the link between them.
+// Large launches (kPipelineMinBytes and up) are pipelined: their rows are cut into chunks, and chunk k's
+// upload, chunk k-1's kernel and chunk k-2's download run at once on three streams (PCIe is full
+// duplex), so that a launch takes about one transfer's time instead of upload + kernel + download.
+// Small launches stay on one stream: cross-stream waits would only add latency to them.
 //
-// Launches of at most --zero-copy-max-bytes (up + down) skip the copies altogether: the kernel
-// reads its inputs from, and writes its outputs to, the pinned staging buffers through their device
-// mapping. Each cudaMemcpyAsync has a fixed cost of several microseconds on top of its bytes, which
-// for a one-row request is most of the device time; reading 8 KB across PCIe inside the kernel
-// costs about one round trip.
+// Launches of at most --zero-copy-max-bytes (up + down) skip the copies altogether: the kernel reads its
+// inputs from, and writes its outputs to, the pinned staging buffers through their device mapping.
+// Each cudaMemcpyAsync has a fixed cost of several microseconds on top of its bytes, which for a
+// one-row request is most of the device time; reading 8 KB across PCIe inside the kernel costs about
+// one round trip.
 #ifndef NORMD_SERVER_CUDA_EXECUTOR_H_
 #define NORMD_SERVER_CUDA_EXECUTOR_H_
 
@@ -38,7 +36,6 @@
 #include "server/batch_executor.h"
 #include "server/copy_pool.h"
 #include "server/staging_layout.h"
-#include "server/upload_turns.h"
 
 namespace normd {
 
@@ -57,11 +54,10 @@ struct CudaExecutorOptions {
 
 class CudaExecutor : public BatchExecutor {
  public:
-  // Builds the executor's stream, initial buffers and copy threads on `device`. `upload_turns`: the
-  // one UploadTurns of `device`, shared by its workers' executors.
-  static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(
-      int device, int worker_index, const CudaExecutorOptions& options,
-      std::shared_ptr<UploadTurns> upload_turns, ServerMetrics* metrics);
+  // Builds the executor's stream, initial buffers and copy threads on `device`.
+  static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(int device, int worker_index,
+                                                              const CudaExecutorOptions& options,
+                                                              ServerMetrics* metrics);
   ~CudaExecutor() override;
 
   absl::Status Start(const Launch& launch, StageTimes& stages) override;
@@ -112,7 +108,7 @@ class CudaExecutor : public BatchExecutor {
   };
 
   CudaExecutor(int device, int worker_index, const CudaExecutorOptions& options,
-               std::shared_ptr<UploadTurns> upload_turns, ServerMetrics* metrics);
+               ServerMetrics* metrics);
   absl::Status Init();
   // Enqueues a packed launch: the kernel alone on mapped host memory, on stream_ alone, or pipelined
   // over all three streams.
@@ -134,7 +130,6 @@ class CudaExecutor : public BatchExecutor {
   const int64_t weight_cache_bytes_;
   const int64_t zero_copy_max_bytes_;
   ServerMetrics* const metrics_;
-  const std::shared_ptr<UploadTurns> upload_turns_;
   // Packs and unpacks launches, for the worker's thread or a submitting one (one at a time).
   CopyPool copies_;
   bool healthy_ = true;

@@ -207,8 +207,8 @@ TEST(BatchingTest, ConcurrentMixedRequestsAreEachCorrect) {
 // launches are pipelined in chunks of rows (cuda_executor.h), and with these odd row lengths and
 // row counts the chunk boundaries fall inside requests and between them. Every request must still
 // match the reference; on the CPU backend the same test checks the large-request path end to end.
-// On the CUDA backend it runs with one worker, then with two, whose pipelined uploads take turns
-// (server/upload_turns.h).
+// On the CUDA backend it runs with one worker, then with two (the default), whose pipelined
+// launches run at once on their own streams.
 void ExpectLargeRequestsSharingLaunchesCorrect(int workers) {
   NormdProcess server;
   const std::vector<std::string> args =
