@@ -101,8 +101,10 @@ measure_point() {
 compare_point() {
   local port=$1 limit=$2 name=$3 target=$4 baseline=$5 c=$6 rows=$7
   shift 7
+  # The caller's flags come after the defaults, so that theirs win (Abseil takes a flag's last value):
+  # until 2026-12-03 a --warmup passed here was overridden by the 1 s default that followed it.
   measure_point "$port" "$limit" 5 -- --target="$target" --baseline="$baseline" --concurrency="$c" --rows="$rows" \
-    --hidden=4096 --dtype=bf16 "$@" --duration="$DURATION" --warmup=1s --csv="$OUT/normbench_$name.csv"
+    --hidden=4096 --dtype=bf16 --duration="$DURATION" --warmup=1s --csv="$OUT/normbench_$name.csv" "$@"
 }
 
 # serve: for each worker count in SERVE_WORKERS (--workers-per-gpu), every shape x concurrency against
