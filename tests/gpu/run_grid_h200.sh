@@ -17,7 +17,8 @@
 # Then a summary ($OUT/summary.txt: each point's window-pair median and range), one CSV per request
 # kind with every concurrency ($OUT/<rows>x4096_<mode>.csv) and, where python3 has matplotlib, the
 # latency-against-throughput plots (bench/load/plot_normbench.py; else run it on the CSVs elsewhere).
-# GRID_QUICK=1: short windows and no 32 MiB c=256 points, to check the script itself (~4 minutes).
+# GRID_QUICK=1: a few points in short windows, no 32 MiB c=256 points, the stage target with two
+# workers only: a check of the script itself (~2.5 minutes).
 # Usage (repository root, after `../shared/gpu/bundle.sh build/cuda-h200 .gpu`):
 #   OUT=/tmp/grid tests/gpu/run_grid_h200.sh
 set -uo pipefail
@@ -46,12 +47,12 @@ part() {
 q4=--max-queue-bytes=4294967296
 q20=--max-queue-bytes=21474836480
 if [[ $quick == 1 ]]; then
-  STEPS=serve DURATION=2s SERVE_SHAPES="1:1,8,64,256 64:1,8,64,256" SERVE_NORMBENCH_FLAGS="$pairs" part small 150
-  STEPS=serve DURATION=2s SERVE_FLAGS=$q4 SERVE_SHAPES="4096:1,8" SERVE_NORMBENCH_FLAGS="$pairs --window=1s" \
-    part large_c1_c8 60
+  STEPS=serve DURATION=2s SERVE_SHAPES="1:8,64 64:8" SERVE_NORMBENCH_FLAGS="$pairs" part small 60
+  STEPS=serve DURATION=2s SERVE_FLAGS=$q4 SERVE_SHAPES="4096:8" SERVE_NORMBENCH_FLAGS="$pairs --window=1s" \
+    part large_c1_c8 40
   STEPS=serve DURATION=4s SERVE_FLAGS=$q4 SERVE_SHAPES="4096:64" SERVE_NORMBENCH_FLAGS="$pairs --window=2s" \
-    part large_c64 90
-  STEPS=stages STAGES_WORKERS=2 part stages 90
+    part large_c64 60
+  STEPS=stages STAGES_WORKERS=2 part stages 70
 else
   STEPS=serve DURATION=6s SERVE_SHAPES="1:1,8,64,256 64:1,8,64,256" SERVE_NORMBENCH_FLAGS="$pairs" part small 420
   STEPS=serve DURATION=8s SERVE_FLAGS=$q4 SERVE_SHAPES="4096:1,8" SERVE_NORMBENCH_FLAGS="$pairs --window=2s" \
