@@ -23,6 +23,7 @@
 #   OUT=/tmp/grid tests/gpu/run_grid_h200.sh
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$root/.gpu/env.sh"
 OUT=${OUT:-$root/out/grid}
 mkdir -p "$OUT"
 run=$root/tests/gpu/run_server_h200.sh
