@@ -18,7 +18,8 @@ its ratio to the fastest anchor.
 each, labelled by its position (0:, 1:, ...), for a same-run A/B of two builds.
 
 A variant is "auto" or keys joined by "+": reload, lean, staging (auto / off / on), n (vectors per
-thread), g (threads per row), cluster (CTAs per row), pdl (0 none, 1 weight after the wait, 2
+thread), g (threads per row), cluster (CTAs per row in a cluster), split (CTAs per row of the
+split-row kernel), pdl (0 none, 1 weight after the wait, 2
 before). A variant the library refuses for a shape (an override that cannot hold the row) prints
 "refused".
 """
@@ -34,7 +35,7 @@ import triton
 from compare_kernels import DTYPES, EPS, compiled_formulas, eager_fused, eager_plain, implementations
 
 TRISTATE = {"auto": 0, "off": 1, "on": 2}
-KEYS = ("pdl", "reload", "lean", "staging", "n", "g", "cluster")
+KEYS = ("pdl", "reload", "lean", "staging", "n", "g", "cluster", "split")
 
 
 def parse_variant(spec):

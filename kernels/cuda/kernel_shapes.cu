@@ -10,6 +10,7 @@
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
 #include "kernels/cuda/rmsnorm_reload_kernel.cuh"
+#include "kernels/cuda/rmsnorm_split_row_kernel.cuh"
 #include "kernels/cuda/rmsnorm_staged_kernel.cuh"
 #include "kernels/cuda/rmsnorm_two_pass_kernel.cuh"
 
@@ -38,6 +39,13 @@ constexpr int kSmallGroupBlockThreads = 256;
 constexpr int64_t kClusterMinRowBytes = 96 << 10;
 constexpr int64_t kClusterMaxCtas = 128;
 constexpr int64_t kClusterCtaVectors = 128;
+
+// The split-row kernel under the automatic choice: rows that move at least kSplitMinRowBytes (x and
+// the output, with a residual also r and residual_out) and less than the cluster kernel's
+// kClusterMinRowBytes, in launches of at most kSplitMaxCtas CTAs; C as large as that allows, up
+// to 8.
+constexpr int64_t kSplitMinRowBytes = 16 << 10;
+constexpr int64_t kSplitMaxCtas = 128;
 
 // Shared memory the staged kernel's stages may take per block (sm_90 allows 227 KB): enough for
 // several 32 KB tiles, so that each multiprocessor always has one or more on their way.
@@ -215,7 +223,8 @@ KernelShape ChosenReloadShape(DType dtype, int64_t hidden, int64_t rows, bool re
   const bool chosen = options.reload == RmsNormOptions::Reload::kOn ||
                       (options.reload == RmsNormOptions::Reload::kAuto && !other_overrides &&
                        ReloadWins(dtype, hidden, rows, residual));
-  if (!chosen || hidden > kRegisterMaxHidden || options.two_pass || options.cluster_ctas > 1) {
+  if (!chosen || hidden > kRegisterMaxHidden || options.two_pass || options.cluster_ctas > 1 ||
+      options.split_ctas > 1) {
     return KernelShape{};
   }
   KernelShape shape =
@@ -247,6 +256,55 @@ int ClusterCtasFor(DType dtype, int64_t hidden, int64_t vectors, int64_t rows, b
   return CeilDiv(vectors, c) <= internal::kMaxBlockThreads ? c : 1;
 }
 
+// The split-row kernel's shape for rows of `vectors` 16-byte vectors over (at most) `ctas` CTAs:
+// G = the whole warps that cover 1/C of the row, up to 512; kN = the power of two of vectors per
+// thread that makes G threads hold the row, up to 8; C rounded down to the CTAs those G*kN
+// vectors need. threads_per_row == 0 where that cannot hold the row; split_ctas == 1 where the
+// row needs only one CTA.
+KernelShape SplitShape(int64_t vectors, int64_t ctas) {
+  KernelShape shape;
+  const int64_t g = std::max<int64_t>(32, CeilDiv(CeilDiv(vectors, ctas), 32) * 32);
+  const int64_t n = PowerOfTwoCeil(CeilDiv(vectors, g));
+  if (g > internal::kMaxBlockThreads || n > internal::kMaxSplitCtas) return shape;
+  shape.split_ctas = static_cast<int>(CeilDiv(vectors, g));
+  shape.threads_per_row = static_cast<int>(g);
+  shape.vectors_per_thread = static_cast<int>(std::max<int64_t>(2, n));
+  shape.rows_per_block = 1;
+  shape.threads_per_block = static_cast<int>(g);
+  return shape;
+}
+
+// The split-row kernel's shape if this launch takes it (split_ctas > 1), else a shape with
+// split_ctas == 1; threads_per_row == 0 for an override that cannot hold the row or comes with a
+// forced cluster. Under the automatic choice (no other tuning override): rows of H <= 16384 that
+// move kSplitMinRowBytes to kClusterMinRowBytes, C the largest power of two up to 8 that keeps the
+// launch within kSplitMaxCtas CTAs.
+KernelShape ChosenSplitShape(DType dtype, int64_t hidden, int64_t vectors, int64_t rows,
+                             bool residual, const RmsNormOptions& options, bool overridden) {
+  KernelShape none;
+  none.threads_per_row = 1;  // "no split", valid
+  int64_t ctas = options.split_ctas;
+  if (ctas == 1) return none;
+  if (ctas != 0) {
+    if (ctas < 0 || ctas > internal::kMaxSplitCtas || options.cluster_ctas > 1 ||
+        hidden > kRegisterMaxHidden) {
+      return KernelShape{};
+    }
+    KernelShape shape = SplitShape(vectors, ctas);
+    return shape.threads_per_row != 0 && shape.split_ctas == 1 ? none : shape;
+  }
+  const int64_t row_bytes = (residual ? 4 : 2) * hidden * static_cast<int64_t>(ItemSize(dtype));
+  if (overridden || hidden > kRegisterMaxHidden || row_bytes < kSplitMinRowBytes ||
+      row_bytes >= kClusterMinRowBytes) {
+    return none;
+  }
+  ctas = internal::kMaxSplitCtas;
+  while (ctas > 1 && rows * ctas > kSplitMaxCtas) ctas >>= 1;
+  if (ctas < 2) return none;
+  const KernelShape shape = SplitShape(vectors, ctas);
+  return shape.threads_per_row != 0 && shape.split_ctas > 1 ? shape : none;
+}
+
 }  // namespace
 
 KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool residual,
@@ -255,7 +313,7 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
   if (!ValidDType(dtype) || hidden < 1 || hidden > kMaxHidden) return shape;
   const bool overridden = options.two_pass || options.threads_per_row != 0 ||
                           options.vectors_per_thread != 0 || options.cluster_ctas > 1 ||
-                          options.reload == RmsNormOptions::Reload::kOn;
+                          options.split_ctas > 1 || options.reload == RmsNormOptions::Reload::kOn;
   const int64_t vectors = VectorsPerRow(dtype, hidden);
   if (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
       (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kAuto && !overridden &&
@@ -273,6 +331,11 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
   if (const KernelShape reload = ChosenReloadShape(dtype, hidden, rows, residual, options);
       reload.threads_per_row != 0) {
     return reload;
+  }
+  if (const KernelShape split =
+          ChosenSplitShape(dtype, hidden, vectors, rows, residual, options, overridden);
+      split.threads_per_row == 0 || split.split_ctas > 1) {
+    return split;  // the split-row kernel, or an invalid override
   }
   const int cluster_ctas =
       ClusterCtasFor(dtype, hidden, vectors, rows, residual, options, overridden);

@@ -1,5 +1,6 @@
 // Host launchers of the RMSNorm kernels (rmsnorm_kernels.cuh, rmsnorm_two_pass_kernel.cuh,
-// rmsnorm_staged_kernel.cuh, rmsnorm_cluster_kernel.cuh, rmsnorm_reload_kernel.cuh): take the
+// rmsnorm_staged_kernel.cuh, rmsnorm_cluster_kernel.cuh, rmsnorm_reload_kernel.cuh,
+// rmsnorm_split_row_kernel.cuh): take the
 // kernel and shape that kernel_shapes.cu chooses from the dtype, hidden size and rows, check what
 // can be checked on the host, and launch with cudaLaunchKernelEx (so that programmatic dependent
 // launch and clusters are one attribute away).
@@ -8,12 +9,14 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 
 #include "kernels/cuda/host_helpers.h"
 #include "kernels/cuda/rmsnorm_cluster_kernel.cuh"
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
 #include "kernels/cuda/rmsnorm_reload_kernel.cuh"
+#include "kernels/cuda/rmsnorm_split_row_kernel.cuh"
 #include "kernels/cuda/rmsnorm_staged_kernel.cuh"
 #include "kernels/cuda/rmsnorm_two_pass_kernel.cuh"
 
@@ -155,6 +158,42 @@ bool ReloadCanRun(DType dtype, const KernelParams& params) {
   return false;
 }
 
+template <typename T, bool kResidual>
+void (*SplitRowKernelFor(int vectors_per_thread))(KernelParams) {
+  switch (vectors_per_thread) {
+    case 2:
+      return internal::RmsNormSplitRowKernel<T, 2, kResidual>;
+    case 4:
+      return internal::RmsNormSplitRowKernel<T, 4, kResidual>;
+    case 8:
+      return internal::RmsNormSplitRowKernel<T, 8, kResidual>;
+    default:
+      return nullptr;
+  }
+}
+
+// Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) overlap (null: no range).
+bool Overlap(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
+  if (a == nullptr || b == nullptr) return false;
+  const auto begin_a = reinterpret_cast<uintptr_t>(a);
+  const auto begin_b = reinterpret_cast<uintptr_t>(b);
+  return begin_a < begin_b + static_cast<uintptr_t>(b_bytes) &&
+         begin_b < begin_a + static_cast<uintptr_t>(a_bytes);
+}
+
+// Whether the split-row kernel can take this launch: one segment, on the vector path, and no
+// output overlapping an input (its CTAs read the whole row while others store their shares).
+bool SplitRowCanRun(DType dtype, const KernelParams& params) {
+  if (!ReloadCanRun(dtype, params)) return false;  // the same first two conditions
+  const RmsNormSegment& s = params.single;
+  const int64_t bytes = s.rows * params.hidden * static_cast<int64_t>(ItemSize(dtype));
+  const void* written[] = {s.output, s.residual_out};
+  for (const void* w : written) {
+    if (Overlap(w, bytes, s.input, bytes) || Overlap(w, bytes, s.residual, bytes)) return false;
+  }
+  return true;
+}
+
 template <typename T>
 cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool residual,
                         const RmsNormOptions& options, cudaStream_t stream) {
@@ -165,6 +204,15 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
     return LaunchKernel(residual ? internal::RmsNormClusterKernel<T, true>
                                  : internal::RmsNormClusterKernel<T, false>,
                         params, ctas, shape.threads_per_block, 0, pdl, stream, shape.cluster_ctas);
+  }
+  if (shape.split_ctas > 1) {
+    const int64_t ctas = params.total_rows * shape.split_ctas;
+    if (ctas > INT_MAX) return cudaErrorInvalidValue;
+    params.split_ctas = shape.split_ctas;
+    void (*split)(KernelParams) = residual ? SplitRowKernelFor<T, true>(shape.vectors_per_thread)
+                                           : SplitRowKernelFor<T, false>(shape.vectors_per_thread);
+    if (split == nullptr) return cudaErrorInvalidValue;
+    return LaunchKernel(split, params, ctas, shape.threads_per_block, 0, pdl, stream);
   }
   const int64_t blocks = CeilDiv(params.total_rows, shape.rows_per_block);
   if (blocks > INT_MAX) return cudaErrorInvalidValue;
@@ -334,6 +382,12 @@ cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNor
     shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_reload);
     if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
   }
+  if (shape.split_ctas > 1 && !SplitRowCanRun(dtype, params)) {
+    RmsNormOptions no_split = options;  // the kernel that would have run without it
+    no_split.split_ctas = 1;
+    shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_split);
+    if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
+  }
   int device = 0;
   if (shape.cluster_ctas > 1 && !DeviceIsSm90OrNewer(&device)) {
     RmsNormOptions no_cluster = options;  // no clusters before sm_90: the register kernel
@@ -421,7 +475,7 @@ extern "C" int normd_cuda_rmsnorm(int dtype, int64_t hidden, int64_t rows, const
                                   float weight_offset, void* stream, int pdl) {
   return normd_cuda_rmsnorm_tuned(dtype, hidden, rows, input, output, residual, residual_out,
                                   weight, weight_dtype, eps, weight_offset, stream,
-                                  pdl != 0 ? 2 : 0, 0, 0, 0, 0, 0, 0);
+                                  pdl != 0 ? 2 : 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
 extern "C" int normd_cuda_rmsnorm_tuned(int dtype, int64_t hidden, int64_t rows, const void* input,
@@ -429,7 +483,7 @@ extern "C" int normd_cuda_rmsnorm_tuned(int dtype, int64_t hidden, int64_t rows,
                                         const void* weight, int weight_dtype, float eps,
                                         float weight_offset, void* stream, int pdl, int reload,
                                         int lean, int staging, int vectors_per_thread,
-                                        int threads_per_row, int cluster_ctas) {
+                                        int threads_per_row, int cluster_ctas, int split_ctas) {
   using Options = normd::cuda::RmsNormOptions;
   if (pdl < 0 || pdl > 2 || reload < 0 || reload > 2 || lean < 0 || lean > 2 || staging < 0 ||
       staging > 2) {
@@ -445,6 +499,7 @@ extern "C" int normd_cuda_rmsnorm_tuned(int dtype, int64_t hidden, int64_t rows,
   options.vectors_per_thread = vectors_per_thread;
   options.threads_per_row = threads_per_row;
   options.cluster_ctas = cluster_ctas;
+  options.split_ctas = split_ctas;
   normd::RmsNormSegment segment;
   segment.input = input;
   segment.output = output;

@@ -71,6 +71,16 @@ struct RmsNormOptions {
   // 1: never; 2, 4 or 8: forced where the row fits C blocks of 512 threads (else refused with
   // cudaErrorInvalidValue). On GPUs without clusters the register kernel runs.
   int cluster_ctas = 0;
+  // CTAs that share one row in the split-row kernel (RmsNormSplitRowKernel): each reads the whole
+  // row to sum its squares but normalizes and stores only 1/C of it, with no communication
+  // between them, so a launch of few rows spreads its stores and weight reads over C times as many
+  // multiprocessors without the cluster kernel's barrier. 0: automatic (SplitCtasFor in
+  // kernel_shapes.cu: few rows, where it measured faster on the H200); 1: never; 2..8: forced
+  // (C rounds down where whole warps cover the row in fewer CTAs; refused with
+  // cudaErrorInvalidValue where C CTAs of up to 512 threads of up to 8 vectors cannot hold it, or
+  // with cluster_ctas > 1 too). Single-segment launches on the vector path whose outputs do not
+  // overlap their inputs only; others get the kernel that would have run without it.
+  int split_ctas = 0;
   // Throughput-bound register launches of about one wave of blocks (single segment with a
   // residual, vector path) read the weight after the row's reduction; with this each block first
   // copies the row's weight into shared memory (cp.async) while its rows load, so that the read
@@ -94,6 +104,7 @@ struct KernelShape {
   bool two_pass = false;       // true for hidden > 16384: one block per row, the row read twice
   bool lean = false;           // two_pass only: the lean variant (RmsNormOptions::LeanTwoPass)
   int cluster_ctas = 1;        // > 1: the cluster kernel, C CTAs of threads_per_block per row
+  int split_ctas = 1;          // > 1: the split-row kernel, C CTAs of threads_per_row per row
   int threads_per_row = 0;     // G (the cluster kernel: all C CTAs' threads)
   int vectors_per_thread = 0;  // register path only
   bool reload = false;         // the reload kernel (RmsNormOptions::Reload)
@@ -156,13 +167,13 @@ extern "C" NORMD_CUDA_API int normd_cuda_rmsnorm(int dtype, int64_t hidden, int6
 
 // normd_cuda_rmsnorm with RmsNormOptions' tuning overrides, for sweeps that time our kernel's
 // variants the way compare_kernels.py times it (bench/cuda/shape_sweep.py). reload, lean and
-// staging: 0 automatic, 1 off, 2 on; vectors_per_thread, threads_per_row, cluster_ctas: 0
-// automatic, else the override; pdl: 0 none, 1 programmatic dependent launch with the weight read
-// after the wait, 2 with it read before (as normd_cuda_rmsnorm's pdl != 0).
+// staging: 0 automatic, 1 off, 2 on; vectors_per_thread, threads_per_row, cluster_ctas,
+// split_ctas: 0 automatic, else the override; pdl: 0 none, 1 programmatic dependent launch with the
+// weight read after the wait, 2 with it read before (as normd_cuda_rmsnorm's pdl != 0).
 extern "C" NORMD_CUDA_API int normd_cuda_rmsnorm_tuned(
     int dtype, int64_t hidden, int64_t rows, const void* input, void* output, const void* residual,
     void* residual_out, const void* weight, int weight_dtype, float eps, float weight_offset,
     void* stream, int pdl, int reload, int lean, int staging, int vectors_per_thread,
-    int threads_per_row, int cluster_ctas);
+    int threads_per_row, int cluster_ctas, int split_ctas);
 
 #endif  // NORMD_KERNELS_CUDA_RMSNORM_CUDA_H_

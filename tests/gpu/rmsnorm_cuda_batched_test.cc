@@ -521,6 +521,42 @@ TEST(RmsNormCudaArguments, ClusterChoice) {
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 65536, 1, false, forced).threads_per_row, 0);
 }
 
+// The split-row kernel's shapes: forced sizes round down to the CTAs whole warps need, invalid
+// overrides are refused, and the automatic choice keeps launches within 128 CTAs.
+TEST(RmsNormCudaArguments, SplitRowChoice) {
+  cuda::RmsNormOptions forced;
+  forced.split_ctas = 8;
+  // bf16 H 7168: 896 vectors; 112 per CTA in whole warps is 128 threads, so 7 CTAs of 8 slots.
+  const cuda::KernelShape seven = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, true, forced);
+  EXPECT_EQ(seven.split_ctas, 7);
+  EXPECT_EQ(seven.threads_per_block, 128);
+  EXPECT_EQ(seven.vectors_per_thread, 8);
+  forced.split_ctas = 4;  // fp32 H 4096: 1024 vectors, 256 threads of 4
+  const cuda::KernelShape four =
+      cuda::ChooseKernelShape(DType::kFloat32, 4096, 5000, false, forced);
+  EXPECT_EQ(four.split_ctas, 4);
+  EXPECT_EQ(four.threads_per_block, 256);
+  EXPECT_EQ(four.vectors_per_thread, 4);
+  forced.split_ctas = 2;  // bf16 H 256: 32 vectors fit one warp, nothing to split
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 256, 1, false, forced).split_ctas, 1);
+  EXPECT_GT(cuda::ChooseKernelShape(DType::kBFloat16, 256, 1, false, forced).threads_per_row, 0);
+  forced.split_ctas = 2;  // fp32 H 16384: 4096 vectors need 2048 threads per CTA
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 16384, 1, false, forced).threads_per_row, 0);
+  forced.split_ctas = 9;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false, forced).threads_per_row, 0);
+  forced.split_ctas = 4;
+  forced.cluster_ctas = 4;  // two ways of splitting a row at once
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false, forced).threads_per_row, 0);
+  cuda::RmsNormOptions never;
+  never.split_ctas = 1;
+  for (const int64_t rows : {1, 8, 16, 64, 128}) {
+    EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, rows, false, never).split_ctas, 1);
+    const cuda::KernelShape automatic =
+        cuda::ChooseKernelShape(DType::kBFloat16, 4096, rows, false);
+    EXPECT_LE(rows * automatic.split_ctas, 128) << rows;
+  }
+}
+
 TEST(RmsNormCudaArguments, ShapesCoverTheRow) {
   for (const DType dtype : kDTypes) {
     for (int64_t hidden = 1; hidden <= cuda::kMaxHidden; hidden += 1 + hidden / 7) {
@@ -536,6 +572,13 @@ TEST(RmsNormCudaArguments, ShapesCoverTheRow) {
         const int64_t vec = 16 / static_cast<int64_t>(ItemSize(dtype));
         EXPECT_GE(int64_t{s.threads_per_row} * s.vectors_per_thread * vec, hidden) << hidden;
         EXPECT_LE(s.threads_per_block, s.reload ? 1024 : 512);
+        if (s.split_ctas > 1) {  // C blocks of G threads, each holding the whole row
+          EXPECT_LE(rows * s.split_ctas, 128) << hidden;
+          EXPECT_EQ(s.threads_per_block, s.threads_per_row);
+          EXPECT_EQ(s.threads_per_block % 32, 0);
+          EXPECT_LE(s.split_ctas, s.vectors_per_thread);
+          continue;
+        }
         if (s.cluster_ctas > 1) {  // one row over C blocks
           EXPECT_LE(rows * s.cluster_ctas, 128) << hidden;
           EXPECT_EQ(s.threads_per_row, s.cluster_ctas * s.threads_per_block);

@@ -1,10 +1,10 @@
 // Kernels forced by RmsNormOptions whatever the automatic choice would be, against the fp64
 // reference: the staged kernel (rows streamed through shared memory by the copy engine,
 // RmsNormStagedKernel; Staging::kOn), the lean two-pass kernel (LeanTwoPass::kOn), the reload
-// kernel (Reload::kOn) and the cluster kernel (cluster_ctas). Same
-// tolerances, poisoning and guards as rmsnorm_cuda_test.cc. Each case first asserts that the forced
-// kernel is the one chosen, so a silent fallback to the register kernel would fail rather than
-// pass.
+// kernel (Reload::kOn), the cluster kernel (cluster_ctas) and the split-row kernel (split_ctas).
+// Same tolerances, poisoning and guards as rmsnorm_cuda_test.cc. Each case first asserts that the
+// forced kernel is the one chosen, so a silent fallback to the register kernel would fail rather
+// than pass.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -383,6 +383,94 @@ TEST(RmsNormCudaCluster, MatchesReference) {
       const Inputs inputs(dtype, hidden, 7, rng);
       ASSERT_EQ(RunAndCheck(inputs, DType::kFloat32, true, true, 0.0f, Cluster(ctas), rng, what),
                 0);
+    }
+  }
+}
+
+cuda::RmsNormOptions SplitRow(int ctas) {
+  cuda::RmsNormOptions options;
+  options.split_ctas = ctas;
+  options.staging = cuda::RmsNormOptions::Staging::kOff;
+  return options;
+}
+
+// The split-row kernel (each of C CTAs sums the whole row, stores 1/C of it), forced with C = 2, 4
+// and 8 in turn: H on the vector path (65 vectors of 16-bit, the widths up to 16384) x
+// rows x dtype x weight dtype x residual x weight_offset. The C CTAs of a row must agree on its
+// scale, and between them write every element once.
+TEST(RmsNormCudaSplitRow, MatchesReference) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x5B11);
+  int turn = 0;
+  for (const DType dtype : kDTypes) {
+    for (const int64_t hidden : {int64_t{520}, int64_t{3000}, int64_t{4096}, int64_t{5120},
+                                 int64_t{7168}, int64_t{8192}, int64_t{16384}}) {
+      int ctas = 2 << (turn++ % 3);
+      const int64_t vectors = hidden * static_cast<int64_t>(ItemSize(dtype)) / 16;
+      while (vectors > int64_t{512} * ctas) ctas *= 2;  // fp32 H 16384 needs 8
+      const std::string label = " split " + std::to_string(ctas);
+      SweepRowsWeightsResidual(dtype, hidden, SplitRow(ctas), label, rng,
+                               [&](int64_t rows, bool residual, const std::string& what) {
+                                 const cuda::KernelShape shape = cuda::ChooseKernelShape(
+                                     dtype, hidden, rows, residual, SplitRow(ctas));
+                                 EXPECT_GT(shape.split_ctas, 1) << what;
+                                 EXPECT_LE(shape.split_ctas, ctas) << what;
+                                 return shape.split_ctas > 1;
+                               });
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// Every split size at a few rows, small enough for compute-sanitizer: dtype x H x C x residual,
+// with programmatic dependent launch (the weight read before the wait) every other case.
+TEST(RmsNormCudaSplitRow, EverySizeAtFewRows) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x5B13);
+  int turn = 0;
+  for (const DType dtype : kDTypes) {
+    for (const int64_t hidden : {int64_t{520}, int64_t{4096}, int64_t{7168}}) {
+      const Inputs inputs(dtype, hidden, 3, rng);
+      for (const int ctas : {2, 4, 8}) {
+        for (const bool residual : {false, true}) {
+          cuda::RmsNormOptions options = SplitRow(ctas);
+          options.programmatic_dependent_launch = (turn++ % 2) == 1;
+          options.weight_before_dependency_wait = options.programmatic_dependent_launch;
+          const std::string what = std::string(DTypeName(dtype)) + " split " +
+                                   std::to_string(ctas) + " H=" + std::to_string(hidden) +
+                                   (residual ? " +residual" : "") +
+                                   (options.programmatic_dependent_launch ? " pdl" : "");
+          SCOPED_TRACE(what);
+          ASSERT_GT(cuda::ChooseKernelShape(dtype, hidden, 3, residual, options).split_ctas, 1);
+          ASSERT_EQ(RunAndCheck(inputs, dtype, residual, false, 1.0f, options, rng, what), 0);
+        }
+      }
+    }
+  }
+}
+
+// Where the split-row kernel must not run, a forced split still computes the right answer with the
+// kernel that would have run without it: in place (a CTA storing its share would change the row
+// another CTA is still reading) and off the vector path (a row of 4100 16-bit elements is not a
+// whole number of 16-byte vectors).
+TEST(RmsNormCudaSplitRow, FallsBackWhereItCannotRun) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x5B12);
+  for (const DType dtype : kDTypes) {
+    for (const int64_t hidden : {int64_t{4096}, int64_t{4100}}) {
+      ASSERT_GT(cuda::ChooseKernelShape(dtype, hidden, 3, true, SplitRow(8)).split_ctas, 1);
+      const Inputs inputs(dtype, hidden, 3, rng);
+      for (const bool in_place : {true, false}) {
+        if (!in_place && hidden == 4096) continue;  // MatchesReference's case
+        const std::string what = std::string(DTypeName(dtype)) +
+                                 " split 8 H=" + std::to_string(hidden) +
+                                 (in_place ? " in place" : "");
+        SCOPED_TRACE(what);
+        for (const bool residual : {false, true}) {
+          ASSERT_EQ(RunAndCheck(inputs, dtype, residual, in_place, 0.0f, SplitRow(8), rng, what),
+                    0);
+        }
+      }
     }
   }
 }
