@@ -40,12 +40,20 @@ constexpr int64_t kClusterMinRowBytes = 96 << 10;
 constexpr int64_t kClusterMaxCtas = 128;
 constexpr int64_t kClusterCtaVectors = 128;
 
-// The split-row kernel under the automatic choice: rows that move at least kSplitMinRowBytes (x and
-// the output, with a residual also r and residual_out) and less than the cluster kernel's
-// kClusterMinRowBytes, in launches of at most kSplitMaxCtas CTAs; C as large as that allows, up
-// to 8.
-constexpr int64_t kSplitMinRowBytes = 16 << 10;
-constexpr int64_t kSplitMaxCtas = 128;
+// The split-row kernel under the automatic choice (docs/KERNELS.md "v11"; graph-replayed launches
+// of 1-64 rows on the H200, bench/cuda/results/h200_2026-12-03_split_b): rows that move from
+// kSplitMinRowBytes up to kSplitMaxRowBytes (x and the output, with a residual also r and
+// residual_out), C the largest power of two up to 8 with rows * C <= kSplitMaxCtas: 8 CTAs per row
+// for 1-4 rows, 4 up to 8 rows, 2 up to 16 (geometric mean 0.88, 0.90 and 0.93 of the time without
+// the split over the grid's shapes there; 1.02-1.03 at worst). With 2 CTAs at 32 rows it won at
+// 27 of 36 shapes and lost up to 5%, at 64 rows at 8 of 44. Rows of 8 KB or less gained nothing
+// (0.98-1.03), rows of 128 KB or more with a residual lost to the cluster kernel (1.02-1.14). G:
+// 256 threads (kSplitThreads; the fastest of 128, 256 and the fewest vectors in 512 at most shapes,
+// 64 was slow) where they hold the row in up to 4 vectors each, else the fewest vectors in 512.
+constexpr int64_t kSplitMinRowBytes = 10 << 10;
+constexpr int64_t kSplitMaxRowBytes = 128 << 10;  // exclusive
+constexpr int64_t kSplitMaxCtas = 32;
+constexpr int64_t kSplitThreads = 256;
 
 // Shared memory the staged kernel's stages may take per block (sm_90 allows 227 KB): enough for
 // several 32 KB tiles, so that each multiprocessor always has one or more on their way.
@@ -256,19 +264,26 @@ int ClusterCtasFor(DType dtype, int64_t hidden, int64_t vectors, int64_t rows, b
   return CeilDiv(vectors, c) <= internal::kMaxBlockThreads ? c : 1;
 }
 
-// The split-row kernel's shape for rows of `vectors` 16-byte vectors over (at most) `ctas` CTAs:
-// G = the whole warps that cover 1/C of the row, up to 512; kN = the power of two of vectors per
-// thread that makes G threads hold the row, up to 8; C rounded down to the CTAs those G*kN
-// vectors need. threads_per_row == 0 where that cannot hold the row; split_ctas == 1 where the
-// row needs only one CTA.
-KernelShape SplitShape(int64_t vectors, int64_t ctas) {
+// The split-row kernel's shape for rows of `vectors` 16-byte vectors over `ctas` CTAs (fewer where
+// the row has fewer vectors): G = `threads` (0: the fewest vectors per thread that fit 512
+// threads), in whole warps, kN the power of two of vectors per thread that makes G threads hold
+// the row, up to 8. threads_per_row == 0 where that cannot hold the row; split_ctas == 1 where
+// there is nothing to split.
+KernelShape SplitShape(int64_t vectors, int64_t ctas, int64_t threads) {
   KernelShape shape;
-  const int64_t g = std::max<int64_t>(32, CeilDiv(CeilDiv(vectors, ctas), 32) * 32);
-  const int64_t n = PowerOfTwoCeil(CeilDiv(vectors, g));
-  if (g > internal::kMaxBlockThreads || n > internal::kMaxSplitCtas) return shape;
-  shape.split_ctas = static_cast<int>(CeilDiv(vectors, g));
+  int64_t n = 1;
+  if (threads != 0) {
+    if (threads % 32 != 0 || threads > internal::kMaxBlockThreads) return shape;
+    n = PowerOfTwoCeil(CeilDiv(vectors, threads));
+  } else {
+    while (CeilDiv(vectors, n) > internal::kMaxBlockThreads) n <<= 1;
+  }
+  const int64_t g =
+      threads != 0 ? threads : std::max<int64_t>(32, CeilDiv(CeilDiv(vectors, n), 32) * 32);
+  if (n > internal::kMaxSplitVectors) return shape;
+  shape.split_ctas = static_cast<int>(std::min(ctas, vectors));
   shape.threads_per_row = static_cast<int>(g);
-  shape.vectors_per_thread = static_cast<int>(std::max<int64_t>(2, n));
+  shape.vectors_per_thread = static_cast<int>(n);
   shape.rows_per_block = 1;
   shape.threads_per_block = static_cast<int>(g);
   return shape;
@@ -276,9 +291,8 @@ KernelShape SplitShape(int64_t vectors, int64_t ctas) {
 
 // The split-row kernel's shape if this launch takes it (split_ctas > 1), else a shape with
 // split_ctas == 1; threads_per_row == 0 for an override that cannot hold the row or comes with a
-// forced cluster. Under the automatic choice (no other tuning override): rows of H <= 16384 that
-// move kSplitMinRowBytes to kClusterMinRowBytes, C the largest power of two up to 8 that keeps the
-// launch within kSplitMaxCtas CTAs.
+// forced cluster. Forced, threads_per_row overrides G. Under the automatic choice (no other tuning
+// override): see kSplitMinRowBytes.
 KernelShape ChosenSplitShape(DType dtype, int64_t hidden, int64_t vectors, int64_t rows,
                              bool residual, const RmsNormOptions& options, bool overridden) {
   KernelShape none;
@@ -290,18 +304,21 @@ KernelShape ChosenSplitShape(DType dtype, int64_t hidden, int64_t vectors, int64
         hidden > kRegisterMaxHidden) {
       return KernelShape{};
     }
-    KernelShape shape = SplitShape(vectors, ctas);
+    KernelShape shape = SplitShape(vectors, ctas, options.threads_per_row);
     return shape.threads_per_row != 0 && shape.split_ctas == 1 ? none : shape;
   }
   const int64_t row_bytes = (residual ? 4 : 2) * hidden * static_cast<int64_t>(ItemSize(dtype));
   if (overridden || hidden > kRegisterMaxHidden || row_bytes < kSplitMinRowBytes ||
-      row_bytes >= kClusterMinRowBytes) {
+      row_bytes >= kSplitMaxRowBytes) {
     return none;
   }
   ctas = internal::kMaxSplitCtas;
   while (ctas > 1 && rows * ctas > kSplitMaxCtas) ctas >>= 1;
   if (ctas < 2) return none;
-  const KernelShape shape = SplitShape(vectors, ctas);
+  const int64_t threads = vectors <= 4 * kSplitThreads
+                              ? std::min(kSplitThreads, CeilDiv(vectors, 32) * 32)
+                              : 0;  // the fewest vectors in 512
+  const KernelShape shape = SplitShape(vectors, ctas, threads);
   return shape.threads_per_row != 0 && shape.split_ctas > 1 ? shape : none;
 }
 

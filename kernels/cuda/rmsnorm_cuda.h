@@ -76,11 +76,15 @@ struct RmsNormOptions {
   // between them, so a launch of few rows spreads its stores and weight reads over C times as many
   // multiprocessors without the cluster kernel's barrier. 0: automatic (SplitCtasFor in
   // kernel_shapes.cu: few rows, where it measured faster on the H200); 1: never; 2..8: forced
-  // (C rounds down where whole warps cover the row in fewer CTAs; refused with
-  // cudaErrorInvalidValue where C CTAs of up to 512 threads of up to 8 vectors cannot hold it, or
-  // with cluster_ctas > 1 too). Single-segment launches on the vector path whose outputs do not
-  // overlap their inputs only; others get the kernel that would have run without it.
+  // (with threads_per_row as the CTA's threads, else the fewest vectors per thread that fit 512
+  // threads; refused with cudaErrorInvalidValue where 512 threads of up to 8 vectors cannot hold
+  // the row, or with cluster_ctas > 1 too). Single-segment launches on the vector path whose
+  // outputs do not overlap their inputs only; others get the kernel that would have run without it.
   int split_ctas = 0;
+  // The split-row kernel takes its row into shared memory with the copy engine (cp.async.bulk,
+  // sm_90) instead of its threads' vector loads; off unless set (an A/B for benchmarks). Rows of up
+  // to 224 KB with their residual; others, and older GPUs, keep the vector loads.
+  bool split_row_bulk_loads = false;
   // Throughput-bound register launches of about one wave of blocks (single segment with a
   // residual, vector path) read the weight after the row's reduction; with this each block first
   // copies the row's weight into shared memory (cp.async) while its rows load, so that the read
@@ -105,6 +109,7 @@ struct KernelShape {
   bool lean = false;           // two_pass only: the lean variant (RmsNormOptions::LeanTwoPass)
   int cluster_ctas = 1;        // > 1: the cluster kernel, C CTAs of threads_per_block per row
   int split_ctas = 1;          // > 1: the split-row kernel, C CTAs of threads_per_row per row
+                               // (each thread holding vectors_per_thread of the whole row)
   int threads_per_row = 0;     // G (the cluster kernel: all C CTAs' threads)
   int vectors_per_thread = 0;  // register path only
   bool reload = false;         // the reload kernel (RmsNormOptions::Reload)

@@ -13,30 +13,38 @@
 // and no CTA waits for another.
 //
 // Layout: blockDim.x == G threads (whole warps), thread t holds the row's 16-byte vectors t + k*G
-// for k < kN (zeros past the row) for the sum; every CTA adds them in the same fixed order
-// (GroupSum), so the C CTAs of a row compute the same scale, bit for bit. CTA `share` =
-// blockIdx.x % C of row blockIdx.x / C stores the vectors share*G + t: k == share.
+// for k < kN (zeros past the row), as in the register kernel; every CTA adds them in the same fixed
+// order (GroupSum), so the C CTAs of a row compute the same scale, bit for bit. CTA `share` =
+// blockIdx.x % C of row blockIdx.x / C stores the vectors [nv*share/C, nv*(share+1)/C): each
+// thread those of its vectors that fall there. G and C are independent: G as the register
+// kernel's latency shapes (enough threads to have the row's loads in flight at once), C as many
+// as the launch can spread over.
 //
 // Preconditions (checked by the launcher): one segment passed by value (p.table == null), on the
-// vector path (CanVectorize), gridDim.x == rows * C with C == p.split_ctas <= kN and G*kN covering
-// the row, and no output overlapping an input: a CTA that writes its share while another still
-// reads the whole row would change what that one reads (in place is the register kernel's job).
+// vector path (CanVectorize), gridDim.x == rows * C with C == p.split_ctas, G*kN covering the row,
+// and no output overlapping an input: a CTA that writes its share while another still reads the
+// whole row would change what that one reads (in place is the register kernel's job).
 #ifndef NORMD_KERNELS_CUDA_RMSNORM_SPLIT_ROW_KERNEL_CUH_
 #define NORMD_KERNELS_CUDA_RMSNORM_SPLIT_ROW_KERNEL_CUH_
 
 #include <cstdint>
 
+#include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
 #include "kernels/cuda/vec_io.cuh"
 
 namespace normd::cuda::internal {
 
-// The most CTAs one row is split over (and the most vectors per thread of the kernel).
+// The most CTAs one row is split over, and the most vectors per thread.
 inline constexpr int kMaxSplitCtas = 8;
+inline constexpr int kMaxSplitVectors = 8;
 
 // kResidual: the segment carries a residual (the launcher knows). The weight dtype is read from
-// the segment (kEither): this kernel runs few blocks and is not short of registers.
-template <typename T, int kN, bool kResidual>
+// the segment (kEither): this kernel runs few blocks and is not short of registers. kBulk (sm_90):
+// the row (x, then r) comes into dynamic shared memory by the copy engine, one bulk copy each,
+// and the threads read their vectors from there: whether one multiprocessor takes in a row faster
+// that way than by its threads' vector loads is what RmsNormOptions::split_row_bulk_loads tries.
+template <typename T, int kN, bool kResidual, bool kBulk = false>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     RmsNormSplitRowKernel(const __grid_constant__ KernelParams p) {
   constexpr int kV = kVecElems<T>;
@@ -47,18 +55,34 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
   const int ctas = p.split_ctas;
   const int G = static_cast<int>(blockDim.x);
   const int t = static_cast<int>(threadIdx.x);
-  const int share = static_cast<int>(blockIdx.x % static_cast<unsigned>(ctas));
-  const int64_t row = static_cast<int64_t>(blockIdx.x / static_cast<unsigned>(ctas));
+  const int64_t share = blockIdx.x % static_cast<unsigned>(ctas);
+  const int64_t row = blockIdx.x / static_cast<unsigned>(ctas);
   const RmsNormSegment& seg = p.single;
   const int64_t nv = p.hidden / kV;
-  const int64_t mine = static_cast<int64_t>(share) * G + t;  // the vector this thread stores
+  const int64_t first = nv * share / ctas;      // this CTA's share of the row's vectors
+  const int64_t end = nv * (share + 1) / ctas;  // (exclusive)
   const int64_t base = row * nv;
+  auto mine = [&](int64_t j) { return j >= first && j < end; };
 
   GridDependencyLaunchDependents();
 
-  uint4 wraw[kWV];
+  extern __shared__ uint4 row_shared[];  // kBulk: x's vectors, then r's
+  __shared__ uint64_t row_loaded;
+  if constexpr (kBulk) {
+    if (t == 0) {
+      BarrierInit(&row_loaded);
+      FenceBarrierInit();
+    }
+    __syncthreads();
+  }
+
+  uint4 wraw[kN][kWV];
   if (p.weight_before_wait) {
-    if (mine < nv) LoadWeightVec<T>(seg, mine, wraw);
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      const int64_t j = t + static_cast<int64_t>(k) * G;
+      if (mine(j)) LoadWeightVec<T>(seg, j, wraw[k]);
+    }
     GridDependencyWait();
   } else {
     GridDependencyWait();
@@ -66,17 +90,47 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 
   uint4 xraw[kN];
   uint4 rraw[kR];
+  if constexpr (kBulk) {
+    if (t == 0) {
+      const uint32_t bytes = static_cast<uint32_t>(nv * 16);
+      BarrierArriveExpectingBytes(&row_loaded, kResidual ? 2 * bytes : bytes);
+      BulkCopyToShared(row_shared, static_cast<const uint4*>(seg.input) + base, bytes, &row_loaded);
+      if constexpr (kResidual) {
+        BulkCopyToShared(row_shared + nv, static_cast<const uint4*>(seg.residual) + base, bytes,
+                         &row_loaded);
+      }
+    }
+    BarrierWait(&row_loaded, 0);
+  }
 #pragma unroll
   for (int k = 0; k < kN; ++k) {
     const int64_t j = t + static_cast<int64_t>(k) * G;
-    xraw[k] = j < nv ? LoadVec(seg.input, base + j) : make_uint4(0, 0, 0, 0);
+    if (j >= nv) {
+      xraw[k] = make_uint4(0, 0, 0, 0);
+    } else if constexpr (kBulk) {
+      xraw[k] = row_shared[j];
+    } else {
+      xraw[k] = LoadVec(seg.input, base + j);
+    }
   }
 #pragma unroll
   for (int k = 0; k < kR; ++k) {
     const int64_t j = t + static_cast<int64_t>(k) * G;
-    rraw[k] = kResidual && j < nv ? LoadVec(seg.residual, base + j) : make_uint4(0, 0, 0, 0);
+    if (!kResidual || j >= nv) {
+      rraw[k] = make_uint4(0, 0, 0, 0);
+    } else if constexpr (kBulk) {
+      rraw[k] = row_shared[nv + j];
+    } else {
+      rraw[k] = LoadVec(seg.residual, base + j);
+    }
   }
-  if (!p.weight_before_wait && mine < nv) LoadWeightVec<T>(seg, mine, wraw);
+  if (!p.weight_before_wait) {
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      const int64_t j = t + static_cast<int64_t>(k) * G;
+      if (mine(j)) LoadWeightVec<T>(seg, j, wraw[k]);
+    }
+  }
 
   float sum_squares = 0.0f;
 #pragma unroll
@@ -93,16 +147,12 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     for (int v = 0; v < kV; ++v) sum_squares = fmaf(h[v], h[v], sum_squares);
   }
   const float total = GroupSum(sum_squares, G, warp_sums);
-  if (mine >= nv) return;
 
   const float inv_rms = 1.0f / sqrtf(total / static_cast<float>(p.hidden) + seg.eps);
-  float w[kV];
-  UnpackWeightVec<T>(seg, wraw, w);
-  // This CTA's share: slot k == share of every thread (a compile-time index per branch, so the
-  // row stays in registers).
 #pragma unroll
   for (int k = 0; k < kN; ++k) {
-    if (k != share) continue;
+    const int64_t j = t + static_cast<int64_t>(k) * G;
+    if (!mine(j)) continue;
     float h[kV];
     UnpackVec<T>(xraw[k], h);
     if constexpr (kResidual) {
@@ -111,11 +161,13 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 #pragma unroll
       for (int v = 0; v < kV; ++v) h[v] += r[v];
     }
+    float w[kV];
+    UnpackWeightVec<T>(seg, wraw[k], w);
     float y[kV];
 #pragma unroll
     for (int v = 0; v < kV; ++v) y[v] = h[v] * inv_rms * (seg.weight_offset + w[v]);
-    StoreVec(seg.output, base + mine, PackVec<T>(y));
-    if constexpr (kResidual) StoreVec(seg.residual_out, base + mine, PackVec<T>(h));
+    StoreVec(seg.output, base + j, PackVec<T>(y));
+    if constexpr (kResidual) StoreVec(seg.residual_out, base + j, PackVec<T>(h));
   }
 }
 

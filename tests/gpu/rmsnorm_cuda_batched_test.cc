@@ -491,24 +491,38 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
 // The automatic choice splits each row over a cluster of CTAs only for rows that move >= 96 KB
 // (x, output, and r and residual_out with a residual) in launches of few rows (at most 128 CTAs in
 // all); cluster_ctas forces or forbids it.
+// The cluster kernel's automatic rule, with the split-row kernel (which takes most of its shapes
+// since v11) ruled out; then the shapes it keeps under the whole automatic choice.
 TEST(RmsNormCudaArguments, ClusterChoice) {
-  const cuda::KernelShape one = cuda::ChooseKernelShape(DType::kFloat32, 7168, 1, true);
+  {
+    const cuda::KernelShape kept = cuda::ChooseKernelShape(DType::kFloat32, 16384, 1, true);
+    EXPECT_EQ(kept.cluster_ctas, 8);  // 256 KB
+    EXPECT_EQ(kept.split_ctas, 1);
+    EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 8, true).cluster_ctas, 8);
+  }
+  cuda::RmsNormOptions no_split;
+  no_split.split_ctas = 1;
+  auto choose = [&](DType dtype, int64_t hidden, int64_t rows, bool residual) {
+    return cuda::ChooseKernelShape(dtype, hidden, rows, residual, no_split);
+  };
+  const cuda::KernelShape one = choose(DType::kFloat32, 7168, 1, true);
   EXPECT_EQ(one.cluster_ctas, 8);  // 1792 vectors: 224 per CTA
   EXPECT_EQ(one.threads_per_block, 224);
   EXPECT_EQ(one.threads_per_row, 8 * 224);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 8, true).cluster_ctas, 8);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 32, true).cluster_ctas, 4);
+  EXPECT_EQ(choose(DType::kFloat32, 7168, 8, true).cluster_ctas, 8);
+  EXPECT_EQ(choose(DType::kFloat32, 7168, 32, true).cluster_ctas, 4);
   // 64 rows: a cluster of 2 would leave 896 vectors per CTA, over 512 threads.
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 64, true).cluster_ctas, 1);
-  const cuda::KernelShape wide = cuda::ChooseKernelShape(DType::kBFloat16, 16384, 1, true);
+  EXPECT_EQ(choose(DType::kFloat32, 7168, 64, true).cluster_ctas, 1);
+  const cuda::KernelShape wide = choose(DType::kBFloat16, 16384, 1, true);
   EXPECT_EQ(wide.cluster_ctas, 8);
   EXPECT_EQ(wide.threads_per_block, 256);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 1, false).cluster_ctas, 1);  // 64 KB
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, true).cluster_ctas, 1);    // 56 KB
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 20000, 1, true).cluster_ctas, 1);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 1000, true).cluster_ctas, 1);
+  EXPECT_EQ(choose(DType::kBFloat16, 16384, 1, false).cluster_ctas, 1);  // 64 KB
+  EXPECT_EQ(choose(DType::kBFloat16, 7168, 1, true).cluster_ctas, 1);    // 56 KB
+  EXPECT_EQ(choose(DType::kFloat32, 20000, 1, true).cluster_ctas, 1);
+  EXPECT_EQ(choose(DType::kFloat32, 7168, 1000, true).cluster_ctas, 1);
   cuda::RmsNormOptions never;
   never.cluster_ctas = 1;
+  never.split_ctas = 1;
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 1, true, never).cluster_ctas, 1);
   cuda::RmsNormOptions forced;
   forced.cluster_ctas = 2;
@@ -521,32 +535,61 @@ TEST(RmsNormCudaArguments, ClusterChoice) {
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 65536, 1, false, forced).threads_per_row, 0);
 }
 
-// The split-row kernel's shapes: forced sizes round down to the CTAs whole warps need, invalid
-// overrides are refused, and the automatic choice keeps launches within 128 CTAs.
+// The split-row kernel's shapes: C as forced (fewer only where the row has fewer vectors), G the
+// fewest vectors per thread in 512 threads or the threads_per_row given, invalid overrides
+// refused, and the automatic choice within 128 CTAs.
 TEST(RmsNormCudaArguments, SplitRowChoice) {
   cuda::RmsNormOptions forced;
   forced.split_ctas = 8;
-  // bf16 H 7168: 896 vectors; 112 per CTA in whole warps is 128 threads, so 7 CTAs of 8 slots.
-  const cuda::KernelShape seven = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, true, forced);
-  EXPECT_EQ(seven.split_ctas, 7);
-  EXPECT_EQ(seven.threads_per_block, 128);
-  EXPECT_EQ(seven.vectors_per_thread, 8);
-  forced.split_ctas = 4;  // fp32 H 4096: 1024 vectors, 256 threads of 4
+  // bf16 H 7168: 896 vectors, 448 threads of 2.
+  const cuda::KernelShape eight = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, true, forced);
+  EXPECT_EQ(eight.split_ctas, 8);
+  EXPECT_EQ(eight.threads_per_block, 448);
+  EXPECT_EQ(eight.vectors_per_thread, 2);
+  forced.split_ctas = 4;
+  forced.threads_per_row = 128;  // fp32 H 4096: 1024 vectors, 128 threads of 8
   const cuda::KernelShape four =
       cuda::ChooseKernelShape(DType::kFloat32, 4096, 5000, false, forced);
   EXPECT_EQ(four.split_ctas, 4);
-  EXPECT_EQ(four.threads_per_block, 256);
-  EXPECT_EQ(four.vectors_per_thread, 4);
-  forced.split_ctas = 2;  // bf16 H 256: 32 vectors fit one warp, nothing to split
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 256, 1, false, forced).split_ctas, 1);
-  EXPECT_GT(cuda::ChooseKernelShape(DType::kBFloat16, 256, 1, false, forced).threads_per_row, 0);
-  forced.split_ctas = 2;  // fp32 H 16384: 4096 vectors need 2048 threads per CTA
+  EXPECT_EQ(four.threads_per_block, 128);
+  EXPECT_EQ(four.vectors_per_thread, 8);
+  forced.threads_per_row = 96;  // fp32 H 16384: 4096 vectors would need 43 per thread
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 16384, 1, false, forced).threads_per_row, 0);
+  forced.threads_per_row = 100;  // not whole warps
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 4096, 1, false, forced).threads_per_row, 0);
+  forced.threads_per_row = 0;
+  forced.split_ctas = 2;  // bf16 H 8: one vector, nothing to split
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8, 1, false, forced).split_ctas, 1);
+  EXPECT_GT(cuda::ChooseKernelShape(DType::kBFloat16, 8, 1, false, forced).threads_per_row, 0);
+  const cuda::KernelShape wide = cuda::ChooseKernelShape(DType::kFloat32, 16384, 1, false, forced);
+  EXPECT_EQ(wide.split_ctas, 2);  // 4096 vectors: 512 threads of 8
+  EXPECT_EQ(wide.vectors_per_thread, 8);
   forced.split_ctas = 9;
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false, forced).threads_per_row, 0);
   forced.split_ctas = 4;
   forced.cluster_ctas = 4;  // two ways of splitting a row at once
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false, forced).threads_per_row, 0);
+  // The automatic choice (call split_b): 8 CTAs per row up to 4 rows, 4 up to 8, 2 up to 16, for
+  // rows that move 10 KB to 128 KB; 256 threads where they hold the row in 4 vectors each.
+  const cuda::KernelShape fused_one = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, true);
+  EXPECT_EQ(fused_one.split_ctas, 8);
+  EXPECT_EQ(fused_one.threads_per_block, 256);
+  EXPECT_EQ(fused_one.vectors_per_thread, 4);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 4, false).split_ctas, 8);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 8, false).split_ctas, 4);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 16, false).split_ctas, 2);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 17, false).split_ctas, 1);
+  const cuda::KernelShape fp32_one = cuda::ChooseKernelShape(DType::kFloat32, 7168, 1, false);
+  EXPECT_EQ(fp32_one.split_ctas, 8);  // 1792 vectors: the fewest in 512 threads, 448 of 4
+  EXPECT_EQ(fp32_one.threads_per_block, 448);
+  EXPECT_EQ(fp32_one.vectors_per_thread, 4);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 1, true).split_ctas, 1);    // 8 KB
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 3000, 1, false).split_ctas, 8);   // 12 KB
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 1, true).split_ctas, 1);   // 128 KB
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 1, false).split_ctas, 8);  // 64 KB
+  cuda::RmsNormOptions tuned;  // another tuning override: no automatic split
+  tuned.vectors_per_thread = 2;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false, tuned).split_ctas, 1);
   cuda::RmsNormOptions never;
   never.split_ctas = 1;
   for (const int64_t rows : {1, 8, 16, 64, 128}) {
@@ -576,7 +619,6 @@ TEST(RmsNormCudaArguments, ShapesCoverTheRow) {
           EXPECT_LE(rows * s.split_ctas, 128) << hidden;
           EXPECT_EQ(s.threads_per_block, s.threads_per_row);
           EXPECT_EQ(s.threads_per_block % 32, 0);
-          EXPECT_LE(s.split_ctas, s.vectors_per_thread);
           continue;
         }
         if (s.cluster_ctas > 1) {  // one row over C blocks
