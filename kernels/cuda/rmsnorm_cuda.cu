@@ -158,25 +158,21 @@ bool ReloadCanRun(DType dtype, const KernelParams& params) {
   return false;
 }
 
-template <typename T, bool kResidual, bool kBulk>
+template <typename T, bool kResidual>
 void (*SplitRowKernelFor(int vectors_per_thread))(KernelParams) {
   switch (vectors_per_thread) {
     case 1:
-      return internal::RmsNormSplitRowKernel<T, 1, kResidual, kBulk>;
+      return internal::RmsNormSplitRowKernel<T, 1, kResidual>;
     case 2:
-      return internal::RmsNormSplitRowKernel<T, 2, kResidual, kBulk>;
+      return internal::RmsNormSplitRowKernel<T, 2, kResidual>;
     case 4:
-      return internal::RmsNormSplitRowKernel<T, 4, kResidual, kBulk>;
+      return internal::RmsNormSplitRowKernel<T, 4, kResidual>;
     case 8:
-      return internal::RmsNormSplitRowKernel<T, 8, kResidual, kBulk>;
+      return internal::RmsNormSplitRowKernel<T, 8, kResidual>;
     default:
       return nullptr;
   }
 }
-
-// Rows the split-row kernel's bulk loads take (RmsNormOptions::split_row_bulk_loads): x and r in
-// the shared memory an sm_90 block may have.
-constexpr int64_t kSplitBulkMaxBytes = 224 << 10;
 
 // Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) overlap (null: no range).
 bool Overlap(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
@@ -215,23 +211,10 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
     const int64_t ctas = params.total_rows * shape.split_ctas;
     if (ctas > INT_MAX) return cudaErrorInvalidValue;
     params.split_ctas = shape.split_ctas;
-    const int64_t row_bytes = params.hidden * static_cast<int64_t>(sizeof(T)) * (residual ? 2 : 1);
-    int device = 0;
-    const bool bulk = options.split_row_bulk_loads && row_bytes <= kSplitBulkMaxBytes &&
-                      DeviceIsSm90OrNewer(&device);
-    const int n = shape.vectors_per_thread;
-    void (*split)(KernelParams) = bulk ? (residual ? SplitRowKernelFor<T, true, true>(n)
-                                                   : SplitRowKernelFor<T, false, true>(n))
-                                       : (residual ? SplitRowKernelFor<T, true, false>(n)
-                                                   : SplitRowKernelFor<T, false, false>(n));
+    void (*split)(KernelParams) = residual ? SplitRowKernelFor<T, true>(shape.vectors_per_thread)
+                                           : SplitRowKernelFor<T, false>(shape.vectors_per_thread);
     if (split == nullptr) return cudaErrorInvalidValue;
-    const size_t shared_bytes = bulk ? static_cast<size_t>(row_bytes) : 0;
-    if (bulk) {
-      const cudaError_t err = cudaFuncSetAttribute(
-          split, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
-      if (err != cudaSuccess) return err;
-    }
-    return LaunchKernel(split, params, ctas, shape.threads_per_block, shared_bytes, pdl, stream);
+    return LaunchKernel(split, params, ctas, shape.threads_per_block, 0, pdl, stream);
   }
   const int64_t blocks = CeilDiv(params.total_rows, shape.rows_per_block);
   if (blocks > INT_MAX) return cudaErrorInvalidValue;

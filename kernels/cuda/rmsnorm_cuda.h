@@ -81,10 +81,6 @@ struct RmsNormOptions {
   // the row, or with cluster_ctas > 1 too). Single-segment launches on the vector path whose
   // outputs do not overlap their inputs only; others get the kernel that would have run without it.
   int split_ctas = 0;
-  // The split-row kernel takes its row into shared memory with the copy engine (cp.async.bulk,
-  // sm_90) instead of its threads' vector loads; off unless set (an A/B for benchmarks). Rows of up
-  // to 224 KB with their residual; others, and older GPUs, keep the vector loads.
-  bool split_row_bulk_loads = false;
   // Throughput-bound register launches of about one wave of blocks (single segment with a
   // residual, vector path) read the weight after the row's reduction; with this each block first
   // copies the row's weight into shared memory (cp.async) while its rows load, so that the read

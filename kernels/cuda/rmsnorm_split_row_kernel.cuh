@@ -29,7 +29,6 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
 #include "kernels/cuda/vec_io.cuh"
 
@@ -40,11 +39,8 @@ inline constexpr int kMaxSplitCtas = 8;
 inline constexpr int kMaxSplitVectors = 8;
 
 // kResidual: the segment carries a residual (the launcher knows). The weight dtype is read from
-// the segment (kEither): this kernel runs few blocks and is not short of registers. kBulk (sm_90):
-// the row (x, then r) comes into dynamic shared memory by the copy engine, one bulk copy each,
-// and the threads read their vectors from there: whether one multiprocessor takes in a row faster
-// that way than by its threads' vector loads is what RmsNormOptions::split_row_bulk_loads tries.
-template <typename T, int kN, bool kResidual, bool kBulk = false>
+// the segment (kEither): this kernel runs few blocks and is not short of registers.
+template <typename T, int kN, bool kResidual>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     RmsNormSplitRowKernel(const __grid_constant__ KernelParams p) {
   constexpr int kV = kVecElems<T>;
@@ -66,16 +62,6 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 
   GridDependencyLaunchDependents();
 
-  extern __shared__ uint4 row_shared[];  // kBulk: x's vectors, then r's
-  __shared__ uint64_t row_loaded;
-  if constexpr (kBulk) {
-    if (t == 0) {
-      BarrierInit(&row_loaded);
-      FenceBarrierInit();
-    }
-    __syncthreads();
-  }
-
   uint4 wraw[kN][kWV];
   if (p.weight_before_wait) {
 #pragma unroll
@@ -90,39 +76,15 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 
   uint4 xraw[kN];
   uint4 rraw[kR];
-  if constexpr (kBulk) {
-    if (t == 0) {
-      const uint32_t bytes = static_cast<uint32_t>(nv * 16);
-      BarrierArriveExpectingBytes(&row_loaded, kResidual ? 2 * bytes : bytes);
-      BulkCopyToShared(row_shared, static_cast<const uint4*>(seg.input) + base, bytes, &row_loaded);
-      if constexpr (kResidual) {
-        BulkCopyToShared(row_shared + nv, static_cast<const uint4*>(seg.residual) + base, bytes,
-                         &row_loaded);
-      }
-    }
-    BarrierWait(&row_loaded, 0);
-  }
 #pragma unroll
   for (int k = 0; k < kN; ++k) {
     const int64_t j = t + static_cast<int64_t>(k) * G;
-    if (j >= nv) {
-      xraw[k] = make_uint4(0, 0, 0, 0);
-    } else if constexpr (kBulk) {
-      xraw[k] = row_shared[j];
-    } else {
-      xraw[k] = LoadVec(seg.input, base + j);
-    }
+    xraw[k] = j < nv ? LoadVec(seg.input, base + j) : make_uint4(0, 0, 0, 0);
   }
 #pragma unroll
   for (int k = 0; k < kR; ++k) {
     const int64_t j = t + static_cast<int64_t>(k) * G;
-    if (!kResidual || j >= nv) {
-      rraw[k] = make_uint4(0, 0, 0, 0);
-    } else if constexpr (kBulk) {
-      rraw[k] = row_shared[nv + j];
-    } else {
-      rraw[k] = LoadVec(seg.residual, base + j);
-    }
+    rraw[k] = kResidual && j < nv ? LoadVec(seg.residual, base + j) : make_uint4(0, 0, 0, 0);
   }
   if (!p.weight_before_wait) {
 #pragma unroll

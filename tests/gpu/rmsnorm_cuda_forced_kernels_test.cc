@@ -395,7 +395,7 @@ cuda::RmsNormOptions SplitRow(int ctas) {
 }
 
 // The split-row kernel (each of C CTAs sums the whole row, stores 1/C of it), forced with C = 2, 4
-// and 8 in turn, automatic threads, bulk loads every other H: H on the vector path (65 vectors of
+// and 8 in turn, automatic threads: H on the vector path (65 vectors of
 // 16-bit, the widths up to 16384) x rows x dtype x weight dtype x residual x weight_offset.
 // The C CTAs of a row must agree on its scale, and between them write every element once.
 TEST(RmsNormCudaSplitRow, MatchesReference) {
@@ -405,12 +405,9 @@ TEST(RmsNormCudaSplitRow, MatchesReference) {
   for (const DType dtype : kDTypes) {
     for (const int64_t hidden : {int64_t{520}, int64_t{3000}, int64_t{4096}, int64_t{5120},
                                  int64_t{7168}, int64_t{8192}, int64_t{16384}}) {
-      const int ctas = 2 << (turn % 3);
-      cuda::RmsNormOptions options = SplitRow(ctas);
-      options.split_row_bulk_loads = (turn++ % 2) == 1;
-      const std::string label =
-          " split " + std::to_string(ctas) + (options.split_row_bulk_loads ? " bulk" : "");
-      SweepRowsWeightsResidual(dtype, hidden, options, label, rng,
+      const int ctas = 2 << (turn++ % 3);
+      const std::string label = " split " + std::to_string(ctas);
+      SweepRowsWeightsResidual(dtype, hidden, SplitRow(ctas), label, rng,
                                [&](int64_t rows, bool residual, const std::string& what) {
                                  const cuda::KernelShape shape = cuda::ChooseKernelShape(
                                      dtype, hidden, rows, residual, SplitRow(ctas));
@@ -424,8 +421,8 @@ TEST(RmsNormCudaSplitRow, MatchesReference) {
 }
 
 // Every split size at a few rows, small enough for compute-sanitizer: dtype x H x C x threads
-// (automatic, and 128 where they hold the row) x residual x bulk loads, with programmatic dependent
-// launch (the weight read before the wait) every other case.
+// (automatic, and 128 where they hold the row) x residual, with programmatic dependent launch (the
+// weight read before the wait) every third case, so that each combination meets both.
 TEST(RmsNormCudaSplitRow, EverySizeAtFewRows) {
   NORMD_REQUIRE_DEVICE();
   Random rng(ProcessSeed() ^ 0x5B13);
@@ -435,18 +432,16 @@ TEST(RmsNormCudaSplitRow, EverySizeAtFewRows) {
       const Inputs inputs(dtype, hidden, 3, rng);
       for (const int ctas : {2, 4, 8}) {
         for (const int threads : {0, 128}) {
-          for (const int variant : {0, 1, 2, 3}) {  // residual x bulk loads
-            const bool residual = (variant & 1) != 0;
+          for (const bool residual : {false, true}) {
             cuda::RmsNormOptions options = SplitRow(ctas);
             options.threads_per_row = threads;
-            options.split_row_bulk_loads = (variant & 2) != 0;
-            options.programmatic_dependent_launch = (turn++ % 2) == 1;
+            options.programmatic_dependent_launch = (turn++ % 3) == 1;
             options.weight_before_dependency_wait = options.programmatic_dependent_launch;
-            const std::string what =
-                std::string(DTypeName(dtype)) + " split " + std::to_string(ctas) + "x" +
-                std::to_string(threads) + " H=" + std::to_string(hidden) +
-                (residual ? " +residual" : "") + (options.split_row_bulk_loads ? " bulk" : "") +
-                (options.programmatic_dependent_launch ? " pdl" : "");
+            const std::string what = std::string(DTypeName(dtype)) + " split " +
+                                     std::to_string(ctas) + "x" + std::to_string(threads) +
+                                     " H=" + std::to_string(hidden) +
+                                     (residual ? " +residual" : "") +
+                                     (options.programmatic_dependent_launch ? " pdl" : "");
             SCOPED_TRACE(what);
             const cuda::KernelShape shape =
                 cuda::ChooseKernelShape(dtype, hidden, 3, residual, options);
