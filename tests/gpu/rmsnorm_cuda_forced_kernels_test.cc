@@ -395,9 +395,9 @@ cuda::RmsNormOptions SplitRow(int ctas) {
 }
 
 // The split-row kernel (each of C CTAs sums the whole row, stores 1/C of it), forced with C = 2, 4
-// and 8 in turn, automatic threads: H on the vector path (65 vectors of
-// 16-bit, the widths up to 16384) x rows x dtype x weight dtype x residual x weight_offset.
-// The C CTAs of a row must agree on its scale, and between them write every element once.
+// and 8 in turn, automatic threads: H on the vector path (65 vectors of 16-bit, the widths
+// up to 16384) x rows x dtype x weight dtype x residual x weight_offset. The C CTAs of a row must
+// agree on its scale, and between them write every element once.
 TEST(RmsNormCudaSplitRow, MatchesReference) {
   NORMD_REQUIRE_DEVICE();
   Random rng(ProcessSeed() ^ 0x5B11);
