@@ -74,8 +74,9 @@ struct RmsNormOptions {
   // CTAs that share one row in the split-row kernel (RmsNormSplitRowKernel): each reads the whole
   // row to sum its squares but normalizes and stores only 1/C of it, with no communication
   // between them, so a launch of few rows spreads its stores and weight reads over C times as many
-  // multiprocessors without the cluster kernel's barrier. 0: automatic (SplitCtasFor in
-  // kernel_shapes.cu: few rows, where it measured faster on the H200); 1: never; 2..8: forced
+  // multiprocessors without the cluster kernel's barrier. 0: automatic (ChosenSplitShape in
+  // kernel_shapes.cu: 1-16 rows of 10-128 KB, where it measured faster on the H200,
+  // docs/KERNELS.md "v11"); 1: never; 2..8: forced
   // (with threads_per_row as the CTA's threads, else the fewest vectors per thread that fit 512
   // threads; refused with cudaErrorInvalidValue where 512 threads of up to 8 vectors cannot hold
   // the row, or with cluster_ctas > 1 too). Single-segment launches on the vector path whose
