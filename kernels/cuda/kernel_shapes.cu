@@ -47,9 +47,10 @@ constexpr int64_t kClusterCtaVectors = 128;
 // for 1-4 rows, 4 up to 8 rows, 2 up to 16 (geometric mean 0.88, 0.90 and 0.93 of the time without
 // the split over the grid's shapes there; 1.02-1.03 at worst). With 2 CTAs at 32 rows it won at
 // 27 of 36 shapes and lost up to 5%, at 64 rows at 8 of 44. Rows of 8 KB or less gained nothing
-// (0.98-1.03), rows of 128 KB or more with a residual lost to the cluster kernel (1.02-1.14). G:
-// 256 threads (kSplitThreads; the fastest of 128, 256 and the fewest vectors in 512 at most shapes,
-// 64 was slow) where they hold the row in up to 4 vectors each, else the fewest vectors in 512.
+// (0.98-1.03), rows of 128 KB or more with a residual tied or lost to the cluster kernel
+// (1.00-1.14). G: 256 threads (kSplitThreads; the fastest of 128, 256 and the fewest vectors in 512
+// at most shapes, 64 was slow) where they hold the row in up to 4 vectors each, else the fewest
+// vectors in 512.
 constexpr int64_t kSplitMinRowBytes = 10 << 10;
 constexpr int64_t kSplitMaxRowBytes = 128 << 10;  // exclusive
 constexpr int64_t kSplitMaxCtas = 32;
