@@ -209,6 +209,19 @@ __device__ __forceinline__ void RowValues(const uint4& xraw, const float (&kept)
   }
 }
 
+// h for one vector of the row: x, or x + r unrounded with a residual, from the raw vectors.
+template <typename T, bool kResidual>
+__device__ __forceinline__ void RowVecValues(const uint4& xraw, const uint4& rraw,
+                                             float (&h)[kVecElems<T>]) {
+  UnpackVec<T>(xraw, h);
+  if constexpr (kResidual) {
+    float r[kVecElems<T>];
+    UnpackVec<T>(rraw, r);
+#pragma unroll
+    for (int v = 0; v < kVecElems<T>; ++v) h[v] += r[v];
+  }
+}
+
 // Element m (0 <= m < kVecElems<T>) of a raw 16-byte vector, as bits, placed by an element load.
 template <typename T, int kM>
 __device__ __forceinline__ void SetElementBits(uint4& raw, uint32_t bits) {

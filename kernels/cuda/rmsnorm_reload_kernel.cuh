@@ -47,19 +47,6 @@ inline constexpr int kReloadRoomyMinBlocks = 3;
 // registers: one block per multiprocessor, 1.17x Inductor's time there.
 inline constexpr int kReloadWideMinBlocks = 1;
 
-// h for one vector of the row: x, or x + r unrounded with a residual, from the raw vectors.
-template <typename T, bool kResidual>
-__device__ __forceinline__ void RowVecValues(const uint4& xraw, const uint4& rraw,
-                                             float (&h)[kVecElems<T>]) {
-  UnpackVec<T>(xraw, h);
-  if constexpr (kResidual) {
-    float r[kVecElems<T>];
-    UnpackVec<T>(rraw, r);
-#pragma unroll
-    for (int v = 0; v < kVecElems<T>; ++v) h[v] += r[v];
-  }
-}
-
 // kN: vectors per thread (1, 2 or 4); kResidual: the segment carries a residual
 // (known on the host: one segment); kW: see WeightKind; kMaxThreads and kMinBlocks: the largest
 // block it is launched with and the blocks per multiprocessor it is built for, which set its

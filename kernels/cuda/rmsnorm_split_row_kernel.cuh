@@ -38,19 +38,6 @@ namespace normd::cuda::internal {
 inline constexpr int kMaxSplitCtas = 8;
 inline constexpr int kMaxSplitVectors = 8;
 
-// h = x (+ r) of one vector slot, as floats.
-template <typename T, bool kResidual>
-__device__ __forceinline__ void SlotValues(const uint4& xraw, const uint4& rraw,
-                                           float (&h)[kVecElems<T>]) {
-  UnpackVec<T>(xraw, h);
-  if constexpr (kResidual) {
-    float r[kVecElems<T>];
-    UnpackVec<T>(rraw, r);
-#pragma unroll
-    for (int v = 0; v < kVecElems<T>; ++v) h[v] += r[v];
-  }
-}
-
 // kResidual: the segment carries a residual (the launcher knows). The weight dtype is read from
 // the segment (kEither): this kernel runs few blocks and is not short of registers.
 template <typename T, int kN, bool kResidual>
@@ -111,7 +98,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 #pragma unroll
   for (int k = 0; k < kN; ++k) {
     float h[kV];
-    SlotValues<T, kResidual>(xraw[k], rraw[kResidual ? k : 0], h);
+    RowVecValues<T, kResidual>(xraw[k], rraw[kResidual ? k : 0], h);
 #pragma unroll
     for (int v = 0; v < kV; ++v) sum_squares = fmaf(h[v], h[v], sum_squares);
   }
@@ -123,7 +110,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     const int64_t j = t + static_cast<int64_t>(k) * G;
     if (!mine(j)) continue;
     float h[kV];
-    SlotValues<T, kResidual>(xraw[k], rraw[kResidual ? k : 0], h);
+    RowVecValues<T, kResidual>(xraw[k], rraw[kResidual ? k : 0], h);
     float w[kV];
     UnpackWeightVec<T>(seg, wraw[k], w);
     float y[kV];
