@@ -231,8 +231,6 @@ Result TimeShape(const Pool& pool, DType dtype, int64_t rows, int64_t hidden, bo
     };
     double& us = pdl ? res.us : res.us_nopdl;
     if (graph) {
-      launch(segs[0]);  // one launch outside the capture: state the library creates lazily
-      CHECK_CUDA(cudaStreamSynchronize(stream));
       cudaGraph_t g;
       CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       for (int i = 0; i < kGraphLaunches; ++i) launch(segs[0]);
@@ -285,7 +283,6 @@ int main(int argc, char** argv) {
   std::vector<int64_t> vector_counts = {0};          // RmsNormOptions::vectors_per_thread
   std::vector<int64_t> thread_counts = {0};          // RmsNormOptions::threads_per_row
   std::vector<int64_t> split_counts = {0};           // RmsNormOptions::split_ctas
-  std::vector<int64_t> share_sums = {0};             // RmsNormOptions::split_share_sums
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -321,15 +318,13 @@ int main(int argc, char** argv) {
       thread_counts = ParseInts(next());
     else if (arg == "--split")
       split_counts = ParseInts(next());
-    else if (arg == "--share-sums")
-      share_sums = ParseInts(next());
     else {
       std::fprintf(stderr,
                    "usage: %s [--dtypes bf16,fp16,fp32] [--rows ...] [--hidden ...] "
                    "[--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on] "
                    "[--stages 0,2,...] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8] "
                    "[--shared-weights on,off] [--reload auto,off,on] [--vectors 0,1,2,4] "
-                   "[--threads 0,256,512] [--split 0,1,2,4,8] [--share-sums 0,1]\n",
+                   "[--threads 0,256,512] [--split 0,1,2,4,8]\n",
                    argv[0]);
       return 2;
     }
@@ -389,8 +384,6 @@ int main(int argc, char** argv) {
                    [](Options& o, int64_t v) { o.threads_per_row = static_cast<int>(v); });
           Multiply(variants, split_counts,
                    [](Options& o, int64_t v) { o.split_ctas = static_cast<int>(v); });
-          Multiply(variants, share_sums,
-                   [](Options& o, int64_t v) { o.split_share_sums = v != 0; });
           // Forcing the lean or the reload kernel: not the staged one either.
           for (Options& o : variants) {
             if (o.lean_two_pass == Lean::kOn || o.reload == Reload::kOn) o.staging = Staging::kOff;
@@ -427,9 +420,8 @@ int main(int argc, char** argv) {
               std::snprintf(kernel, sizeof kernel, "staged %dx%d R%d S%d", staged.threads_per_row,
                             staged.vectors_per_thread, staged.rows_per_tile, staged.stages);
             } else if (shape.split_ctas > 1) {
-              std::snprintf(kernel, sizeof kernel, "split %dx%dx%d%s", shape.split_ctas,
-                            shape.threads_per_block, shape.vectors_per_thread,
-                            o.split_share_sums ? " shared-sum" : "");
+              std::snprintf(kernel, sizeof kernel, "split %dx%dx%d", shape.split_ctas,
+                            shape.threads_per_block, shape.vectors_per_thread);
             } else if (shape.cluster_ctas > 1) {
               std::snprintf(kernel, sizeof kernel, "cluster %dx%d", shape.cluster_ctas,
                             shape.threads_per_block);

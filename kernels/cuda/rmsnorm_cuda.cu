@@ -10,14 +10,12 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <mutex>
 
 #include "kernels/cuda/host_helpers.h"
 #include "kernels/cuda/rmsnorm_cluster_kernel.cuh"
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
 #include "kernels/cuda/rmsnorm_reload_kernel.cuh"
-#include "kernels/cuda/rmsnorm_shared_sum_kernel.cuh"
 #include "kernels/cuda/rmsnorm_split_row_kernel.cuh"
 #include "kernels/cuda/rmsnorm_staged_kernel.cuh"
 #include "kernels/cuda/rmsnorm_two_pass_kernel.cuh"
@@ -176,37 +174,6 @@ void (*SplitRowKernelFor(int vectors_per_thread))(KernelParams) {
   }
 }
 
-template <typename T, bool kResidual>
-void (*SharedSumKernelFor(int vectors_per_thread))(KernelParams) {
-  switch (vectors_per_thread) {
-    case 1:
-      return internal::RmsNormSharedSumKernel<T, 1, kResidual>;
-    case 2:
-      return internal::RmsNormSharedSumKernel<T, 2, kResidual>;
-    case 4:
-      return internal::RmsNormSharedSumKernel<T, 4, kResidual>;
-    default:
-      return nullptr;
-  }
-}
-
-// The shared-sum kernel's exchange (PROTOTYPE: one per process, device 0's, for single-stream
-// benchmarks): kSplitMaxExchangeRows rows, zeroed once.
-constexpr int64_t kSplitMaxExchangeRows = 64;
-internal::SplitRowExchange* SharedExchange() {
-  static std::once_flag once;
-  static internal::SplitRowExchange* exchange = nullptr;
-  std::call_once(once, [] {
-    void* p = nullptr;
-    const size_t bytes = kSplitMaxExchangeRows * sizeof(internal::SplitRowExchange);
-    if (cudaMalloc(&p, bytes) == cudaSuccess && cudaMemset(p, 0, bytes) == cudaSuccess &&
-        cudaDeviceSynchronize() == cudaSuccess) {
-      exchange = static_cast<internal::SplitRowExchange*>(p);
-    }
-  });
-  return exchange;
-}
-
 // Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) overlap (null: no range).
 bool Overlap(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
   if (a == nullptr || b == nullptr) return false;
@@ -244,27 +211,6 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
     const int64_t ctas = params.total_rows * shape.split_ctas;
     if (ctas > INT_MAX) return cudaErrorInvalidValue;
     params.split_ctas = shape.split_ctas;
-    if (options.split_share_sums && ctas <= 128 && params.total_rows <= kSplitMaxExchangeRows) {
-      // G threads over the share (forced threads_per_row, else up to 256), up to 4 vectors each.
-      const int64_t vectors = params.hidden / internal::kVecElems<T>;
-      const int64_t share = CeilDiv(vectors, shape.split_ctas);
-      int64_t g = options.threads_per_row != 0
-                      ? options.threads_per_row
-                      : std::min<int64_t>(256, CeilDiv(share, 32) * 32);
-      int n = 1;
-      while (n * g < share) {
-        if (n == 4 && options.threads_per_row == 0 && g < 512) {
-          g = 512;
-        } else {
-          n <<= 1;
-        }
-      }
-      params.exchange = SharedExchange();
-      void (*shared_sum)(KernelParams) = residual ? SharedSumKernelFor<T, true>(n)
-                                                  : SharedSumKernelFor<T, false>(n);
-      if (shared_sum == nullptr || params.exchange == nullptr) return cudaErrorInvalidValue;
-      return LaunchKernel(shared_sum, params, ctas, static_cast<int>(g), 0, pdl, stream);
-    }
     void (*split)(KernelParams) = residual ? SplitRowKernelFor<T, true>(shape.vectors_per_thread)
                                            : SplitRowKernelFor<T, false>(shape.vectors_per_thread);
     if (split == nullptr) return cudaErrorInvalidValue;

@@ -82,9 +82,6 @@ struct RmsNormOptions {
   // the row, or with cluster_ctas > 1 too). Single-segment launches on the vector path whose
   // outputs do not overlap their inputs only; others get the kernel that would have run without it.
   int split_ctas = 0;
-  // PROTOTYPE (A/B only): with split_ctas > 1 and at most 32 CTAs, the CTAs of a row read only
-  // their share and exchange partial sums through global memory (RmsNormSharedSumKernel).
-  bool split_share_sums = false;
   // Throughput-bound register launches of about one wave of blocks (single segment with a
   // residual, vector path) read the weight after the row's reduction; with this each block first
   // copies the row's weight into shared memory (cp.async) while its rows load, so that the read

@@ -28,14 +28,6 @@ namespace normd::cuda::internal {
 
 inline constexpr int kMaxBlockThreads = 512;
 
-// One row's meeting point for RmsNormSharedSumKernel's C CTAs (rmsnorm_shared_sum_kernel.cuh):
-// word c holds CTA c's partial sum of squares (low 32 bits) and the launch's tag (high 32 bits), so
-// that one relaxed 64-bit store publishes both and no fence is needed. After every launch all 8
-// words of a row carry the same tag; the next launch's CTAs write tag + 1. 64 bytes per row.
-struct alignas(64) SplitRowExchange {
-  unsigned long long word[8];
-};
-
 struct KernelParams {
   RmsNormSegment single;        // the segment when table is null; its row r is launch row r
   const RmsNormSegment* table;  // device-resident segment table, or null
@@ -49,8 +41,7 @@ struct KernelParams {
   // RmsNormRowKernel with late weights, single segment, vector path: copy the row's weight into
   // dynamic shared memory at the start (see RmsNormOptions::weights_through_shared).
   int32_t shared_weights;
-  int32_t split_ctas;  // RmsNormSplitRowKernel, RmsNormSharedSumKernel only: CTAs per row (C)
-  SplitRowExchange* exchange;  // RmsNormSharedSumKernel only: one per row, reset
+  int32_t split_ctas;  // RmsNormSplitRowKernel only: CTAs per row (C)
 };
 
 // Finds the segment and the segment-local row of launch row `row`. False for rows past the end or

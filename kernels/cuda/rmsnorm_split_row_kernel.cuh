@@ -37,7 +37,6 @@ namespace normd::cuda::internal {
 // The most CTAs one row is split over, and the most vectors per thread.
 inline constexpr int kMaxSplitCtas = 8;
 inline constexpr int kMaxSplitVectors = 8;
-static_assert(sizeof(SplitRowExchange::word) / sizeof(unsigned long long) == kMaxSplitCtas);
 
 // kResidual: the segment carries a residual (the launcher knows). The weight dtype is read from
 // the segment (kEither): this kernel runs few blocks and is not short of registers.

@@ -455,47 +455,6 @@ TEST(RmsNormCudaSplitRow, EverySizeAtFewRows) {
   }
 }
 
-// PROTOTYPE: the shared-sum variant (RmsNormOptions::split_share_sums: CTAs read their share only
-// and exchange partial sums through global memory), every C x threads x residual x PDL at 3 and
-// 16 rows (within its 32-CTA limit: C = 2 at 16 rows). Each case starts from the exchange the
-// previous one left, so a row left unreset would show up as a wrong scale in the next.
-TEST(RmsNormCudaSplitRow, SharedSumsMatchReference) {
-  NORMD_REQUIRE_DEVICE();
-  Random rng(ProcessSeed() ^ 0x5B14);
-  int turn = 0;
-  for (const DType dtype : kDTypes) {
-    for (const int64_t hidden : {int64_t{520}, int64_t{4096}, int64_t{7168}}) {
-      for (const int64_t rows : {int64_t{3}, int64_t{16}}) {
-        const Inputs inputs(dtype, hidden, rows, rng);
-        for (const int ctas : {2, 4, 8}) {
-          if (rows * ctas > 32) continue;
-          for (const int threads : {0, 128}) {
-            for (const bool residual : {false, true}) {
-              cuda::RmsNormOptions options = SplitRow(ctas);
-              options.split_share_sums = true;
-              options.threads_per_row = threads;
-              options.programmatic_dependent_launch = (turn++ % 3) == 1;
-              options.weight_before_dependency_wait = options.programmatic_dependent_launch;
-              const std::string what = std::string(DTypeName(dtype)) + " shared-sum " +
-                                       std::to_string(ctas) + "x" + std::to_string(threads) +
-                                       " H=" + std::to_string(hidden) +
-                                       " rows=" + std::to_string(rows) +
-                                       (residual ? " +residual" : "") +
-                                       (options.programmatic_dependent_launch ? " pdl" : "");
-              SCOPED_TRACE(what);
-              const cuda::KernelShape shape =
-                  cuda::ChooseKernelShape(dtype, hidden, rows, residual, options);
-              if (threads != 0 && shape.threads_per_row == 0) continue;
-              ASSERT_GT(shape.split_ctas, 1);
-              ASSERT_EQ(RunAndCheck(inputs, dtype, residual, false, 1.0f, options, rng, what), 0);
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
 // Where the split-row kernel must not run, a forced split still computes the right answer with the
 // kernel that would have run without it: in place (a CTA storing its share would change the row
 // another CTA is still reading) and off the vector path (a row of 4100 16-bit elements is not a
