@@ -387,6 +387,10 @@ cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNor
   if (shape.split_ctas > 1 && !SplitRowCanRun(dtype, params)) {
     RmsNormOptions no_split = options;  // the kernel that would have run without it
     no_split.split_ctas = 1;
+    // A forced split's threads_per_row is the split kernel's CTA size, not a row group that the
+    // fallback could take (16-bit H 7168 in 128 threads needs 8 vectors each, which the register
+    // kernel refuses). The automatic split is never taken with threads_per_row set.
+    no_split.threads_per_row = 0;
     shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_split);
     if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
   }

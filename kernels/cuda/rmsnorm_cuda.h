@@ -80,7 +80,8 @@ struct RmsNormOptions {
   // (with threads_per_row as the CTA's threads, else the fewest vectors per thread that fit 512
   // threads; refused with cudaErrorInvalidValue where 512 threads of up to 8 vectors cannot hold
   // the row, or with cluster_ctas > 1 too). Single-segment launches on the vector path whose
-  // outputs do not overlap their inputs only; others get the kernel that would have run without it.
+  // outputs do not overlap their inputs only; others get the kernel that would have run without it
+  // (and without threads_per_row, which was the split's).
   int split_ctas = 0;
   // Throughput-bound register launches of about one wave of blocks (single segment with a
   // residual, vector path) read the weight after the row's reduction; with this each block first

@@ -458,23 +458,31 @@ TEST(RmsNormCudaSplitRow, EverySizeAtFewRows) {
 // Where the split-row kernel must not run, a forced split still computes the right answer with the
 // kernel that would have run without it: in place (a CTA storing its share would change the row
 // another CTA is still reading) and off the vector path (a row of 4100 16-bit elements is not a
-// whole number of 16-byte vectors).
+// whole number of 16-byte vectors). With threads_per_row forced too (the split's CTA size), the
+// fallback chooses its own: 16-bit H 7168 in 128 threads would need 8 vectors per thread, which
+// the register kernel refuses (cudaErrorInvalidValue before the fallback dropped it).
 TEST(RmsNormCudaSplitRow, FallsBackWhereItCannotRun) {
   NORMD_REQUIRE_DEVICE();
   Random rng(ProcessSeed() ^ 0x5B12);
   for (const DType dtype : kDTypes) {
-    for (const int64_t hidden : {int64_t{4096}, int64_t{4100}}) {
-      ASSERT_GT(cuda::ChooseKernelShape(dtype, hidden, 3, true, SplitRow(8)).split_ctas, 1);
-      const Inputs inputs(dtype, hidden, 3, rng);
-      for (const bool in_place : {true, false}) {
-        if (!in_place && hidden == 4096) continue;  // MatchesReference's case
-        const std::string what = std::string(DTypeName(dtype)) +
-                                 " split 8 H=" + std::to_string(hidden) +
-                                 (in_place ? " in place" : "");
-        SCOPED_TRACE(what);
-        for (const bool residual : {false, true}) {
-          ASSERT_EQ(RunAndCheck(inputs, dtype, residual, in_place, 0.0f, SplitRow(8), rng, what),
-                    0);
+    for (const int64_t hidden : {int64_t{4096}, int64_t{4100}, int64_t{7168}}) {
+      for (const int threads : {0, 128}) {
+        cuda::RmsNormOptions options = SplitRow(8);
+        options.threads_per_row = threads;
+        if (cuda::ChooseKernelShape(dtype, hidden, 3, true, options).threads_per_row == 0) {
+          continue;  // fp32 H 7168 does not fit 128 threads of 8 vectors
+        }
+        ASSERT_GT(cuda::ChooseKernelShape(dtype, hidden, 3, true, options).split_ctas, 1);
+        const Inputs inputs(dtype, hidden, 3, rng);
+        for (const bool in_place : {true, false}) {
+          if (!in_place && hidden != 4100) continue;  // MatchesReference's cases
+          const std::string what = std::string(DTypeName(dtype)) + " split 8x" +
+                                   std::to_string(threads) + " H=" + std::to_string(hidden) +
+                                   (in_place ? " in place" : "");
+          SCOPED_TRACE(what);
+          for (const bool residual : {false, true}) {
+            ASSERT_EQ(RunAndCheck(inputs, dtype, residual, in_place, 0.0f, options, rng, what), 0);
+          }
         }
       }
     }
