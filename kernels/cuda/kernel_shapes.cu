@@ -49,8 +49,8 @@ constexpr int64_t kClusterCtaVectors = 128;
 // 27 of 36 shapes and lost up to 5%, at 64 rows at 8 of 44. Rows of 8 KB or less gained nothing
 // (0.98-1.03), rows of 128 KB or more with a residual tied or lost to the cluster kernel
 // (1.00-1.14). G: 256 threads (kSplitThreads; the fastest of 128, 256 and the fewest vectors in 512
-// at most shapes, 64 was slow) where they hold the row in up to 4 vectors each, else the fewest
-// vectors in 512.
+// at most shapes, 64 was slow; of every whole-warp G from 128 to 512 at the issue's small-batch
+// shapes, split_g) where they hold the row in up to 4 vectors each, else the fewest vectors in 512.
 constexpr int64_t kSplitMinRowBytes = 10 << 10;
 constexpr int64_t kSplitMaxRowBytes = 128 << 10;  // exclusive
 constexpr int64_t kSplitMaxCtas = 32;
