@@ -273,14 +273,14 @@ int ClusterCtasFor(DType dtype, int64_t hidden, int64_t vectors, int64_t rows, b
 KernelShape SplitShape(int64_t vectors, int64_t ctas, int64_t threads) {
   KernelShape shape;
   int64_t n = 1;
+  int64_t g = threads;
   if (threads != 0) {
     if (threads % 32 != 0 || threads > internal::kMaxBlockThreads) return shape;
     n = PowerOfTwoCeil(CeilDiv(vectors, threads));
   } else {
     while (CeilDiv(vectors, n) > internal::kMaxBlockThreads) n <<= 1;
+    g = std::max<int64_t>(32, CeilDiv(CeilDiv(vectors, n), 32) * 32);
   }
-  const int64_t g =
-      threads != 0 ? threads : std::max<int64_t>(32, CeilDiv(CeilDiv(vectors, n), 32) * 32);
   if (n > internal::kMaxSplitVectors) return shape;
   shape.split_ctas = static_cast<int>(std::min(ctas, vectors));
   shape.threads_per_row = static_cast<int>(g);

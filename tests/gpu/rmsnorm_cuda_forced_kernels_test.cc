@@ -469,10 +469,9 @@ TEST(RmsNormCudaSplitRow, FallsBackWhereItCannotRun) {
       for (const int threads : {0, 128}) {
         cuda::RmsNormOptions options = SplitRow(8);
         options.threads_per_row = threads;
-        if (cuda::ChooseKernelShape(dtype, hidden, 3, true, options).threads_per_row == 0) {
-          continue;  // fp32 H 7168 does not fit 128 threads of 8 vectors
-        }
-        ASSERT_GT(cuda::ChooseKernelShape(dtype, hidden, 3, true, options).split_ctas, 1);
+        const cuda::KernelShape shape = cuda::ChooseKernelShape(dtype, hidden, 3, true, options);
+        if (shape.threads_per_row == 0) continue;  // fp32 H 7168: 128 threads of 8 vectors too few
+        ASSERT_GT(shape.split_ctas, 1);
         const Inputs inputs(dtype, hidden, 3, rng);
         for (const bool in_place : {true, false}) {
           if (!in_place && hidden != 4100) continue;  // MatchesReference's cases
