@@ -13,7 +13,7 @@
 //                      [--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on]
 //                      [--stages 0,2,4] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8]
 //                      [--shared-weights on,off] [--reload auto,off,on] [--vectors 0,1,2,4]
-//                      [--threads 0,256,512] [--split 0,1,2,4,8]
+//                      [--threads 0,256,512] [--split 0,1,2,4,8] [--split-exchange 0,1,2]
 // --staging times each shape once per listed choice of RmsNormOptions::staging, side by side (an
 // A/B of the staged and the register kernels in one run); --stages likewise for the staged
 // kernel's stage count (0 = as many as fit), --lean for RmsNormOptions::lean_two_pass (on: the lean
@@ -21,7 +21,9 @@
 // --shared-weights for RmsNormOptions::weights_through_shared, --reload for
 // RmsNormOptions::reload (on: the reload kernel forced, staging off), --vectors for
 // RmsNormOptions::vectors_per_thread, --threads for threads_per_row and --split for split_ctas
-// (0 automatic, 1 never); --two-pass
+// (0 automatic, 1 never), --split-exchange for the prototype RmsNormOptions::split_exchange
+// ("split CxGxN cluster" / "push": the split's C, G and N, the push kernel choosing its own G and N
+// over the share); --two-pass
 // adds a run of the two-pass kernel. Every combination of the lists runs. The kernel column says
 // which kernel ran: GxN for the register kernel, "reload GxN" for the reload kernel,
 // "staged GxN Rr Ss" for the staged one, "cluster CxG" for C CTAs of G threads per row, "split
@@ -283,6 +285,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> vector_counts = {0};          // RmsNormOptions::vectors_per_thread
   std::vector<int64_t> thread_counts = {0};          // RmsNormOptions::threads_per_row
   std::vector<int64_t> split_counts = {0};           // RmsNormOptions::split_ctas
+  std::vector<int64_t> split_exchanges = {0};        // RmsNormOptions::split_exchange
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -318,13 +321,15 @@ int main(int argc, char** argv) {
       thread_counts = ParseInts(next());
     else if (arg == "--split")
       split_counts = ParseInts(next());
+    else if (arg == "--split-exchange")
+      split_exchanges = ParseInts(next());
     else {
       std::fprintf(stderr,
                    "usage: %s [--dtypes bf16,fp16,fp32] [--rows ...] [--hidden ...] "
                    "[--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on] "
                    "[--stages 0,2,...] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8] "
                    "[--shared-weights on,off] [--reload auto,off,on] [--vectors 0,1,2,4] "
-                   "[--threads 0,256,512] [--split 0,1,2,4,8]\n",
+                   "[--threads 0,256,512] [--split 0,1,2,4,8] [--split-exchange 0,1,2]\n",
                    argv[0]);
       return 2;
     }
@@ -384,6 +389,8 @@ int main(int argc, char** argv) {
                    [](Options& o, int64_t v) { o.threads_per_row = static_cast<int>(v); });
           Multiply(variants, split_counts,
                    [](Options& o, int64_t v) { o.split_ctas = static_cast<int>(v); });
+          Multiply(variants, split_exchanges,
+                   [](Options& o, int64_t v) { o.split_exchange = static_cast<int>(v); });
           // Forcing the lean or the reload kernel: not the staged one either.
           for (Options& o : variants) {
             if (o.lean_two_pass == Lean::kOn || o.reload == Reload::kOn) o.staging = Staging::kOff;
@@ -420,8 +427,10 @@ int main(int argc, char** argv) {
               std::snprintf(kernel, sizeof kernel, "staged %dx%d R%d S%d", staged.threads_per_row,
                             staged.vectors_per_thread, staged.rows_per_tile, staged.stages);
             } else if (shape.split_ctas > 1) {
-              std::snprintf(kernel, sizeof kernel, "split %dx%dx%d", shape.split_ctas,
-                            shape.threads_per_block, shape.vectors_per_thread);
+              static const char* const kExchange[] = {"", " cluster", " push"};
+              std::snprintf(kernel, sizeof kernel, "split %dx%dx%d%s", shape.split_ctas,
+                            shape.threads_per_block, shape.vectors_per_thread,
+                            kExchange[o.split_exchange % 3]);
             } else if (shape.cluster_ctas > 1) {
               std::snprintf(kernel, sizeof kernel, "cluster %dx%d", shape.cluster_ctas,
                             shape.threads_per_block);

@@ -1,6 +1,6 @@
 // Host launchers of the RMSNorm kernels (rmsnorm_kernels.cuh, rmsnorm_two_pass_kernel.cuh,
 // rmsnorm_staged_kernel.cuh, rmsnorm_cluster_kernel.cuh, rmsnorm_reload_kernel.cuh,
-// rmsnorm_split_row_kernel.cuh): take the
+// rmsnorm_split_row_kernel.cuh, rmsnorm_split_push_kernel.cuh): take the
 // kernel and shape that kernel_shapes.cu chooses from the dtype, hidden size and rows, check what
 // can be checked on the host, and launch with cudaLaunchKernelEx (so that programmatic dependent
 // launch and clusters are one attribute away).
@@ -16,6 +16,7 @@
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
 #include "kernels/cuda/rmsnorm_reload_kernel.cuh"
+#include "kernels/cuda/rmsnorm_split_push_kernel.cuh"
 #include "kernels/cuda/rmsnorm_split_row_kernel.cuh"
 #include "kernels/cuda/rmsnorm_staged_kernel.cuh"
 #include "kernels/cuda/rmsnorm_two_pass_kernel.cuh"
@@ -174,6 +175,22 @@ void (*SplitRowKernelFor(int vectors_per_thread))(KernelParams) {
   }
 }
 
+template <typename T, bool kResidual>
+void (*SplitPushKernelFor(int vectors_per_thread))(KernelParams) {
+  switch (vectors_per_thread) {
+    case 1:
+      return internal::RmsNormSplitPushKernel<T, 1, kResidual>;
+    case 2:
+      return internal::RmsNormSplitPushKernel<T, 2, kResidual>;
+    case 4:
+      return internal::RmsNormSplitPushKernel<T, 4, kResidual>;
+    case 8:
+      return internal::RmsNormSplitPushKernel<T, 8, kResidual>;
+    default:
+      return nullptr;
+  }
+}
+
 // Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) overlap (null: no range).
 bool Overlap(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
   if (a == nullptr || b == nullptr) return false;
@@ -211,10 +228,34 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
     const int64_t ctas = params.total_rows * shape.split_ctas;
     if (ctas > INT_MAX) return cudaErrorInvalidValue;
     params.split_ctas = shape.split_ctas;
+    int device = 0;
+    const bool clusters = options.split_exchange != 0 && DeviceIsSm90OrNewer(&device);
+    if (clusters && options.split_exchange == 2) {
+      // PROTOTYPE: G threads over the share (forced threads_per_row, else up to 256 threads of up
+      // to 4 vectors each, then 512 threads).
+      const int64_t vectors = params.hidden / internal::kVecElems<T>;
+      const int64_t share = CeilDiv(vectors, shape.split_ctas);
+      int64_t g = options.threads_per_row != 0 ? options.threads_per_row
+                                               : std::min<int64_t>(256, CeilDiv(share, 32) * 32);
+      int n = 1;
+      while (n * g < share) {
+        if (n == 4 && options.threads_per_row == 0 && g < 512) {
+          g = 512;
+        } else {
+          n <<= 1;
+        }
+      }
+      void (*push)(KernelParams) =
+          residual ? SplitPushKernelFor<T, true>(n) : SplitPushKernelFor<T, false>(n);
+      if (push == nullptr) return cudaErrorInvalidValue;
+      return LaunchKernel(push, params, ctas, static_cast<int>(g), 0, pdl, stream,
+                          shape.split_ctas);
+    }
     void (*split)(KernelParams) = residual ? SplitRowKernelFor<T, true>(shape.vectors_per_thread)
                                            : SplitRowKernelFor<T, false>(shape.vectors_per_thread);
     if (split == nullptr) return cudaErrorInvalidValue;
-    return LaunchKernel(split, params, ctas, shape.threads_per_block, 0, pdl, stream);
+    return LaunchKernel(split, params, ctas, shape.threads_per_block, 0, pdl, stream,
+                        clusters ? shape.split_ctas : 1);
   }
   const int64_t blocks = CeilDiv(params.total_rows, shape.rows_per_block);
   if (blocks > INT_MAX) return cudaErrorInvalidValue;

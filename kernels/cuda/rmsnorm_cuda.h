@@ -83,6 +83,11 @@ struct RmsNormOptions {
   // outputs do not overlap their inputs only; others get the kernel that would have run without it
   // (and without threads_per_row, which was the split's).
   int split_ctas = 0;
+  // PROTOTYPE (A/B only), with the split-row kernel on sm_90: 0 its CTAs do not communicate (the
+  // kernel above); 1 the same kernel launched in clusters of C CTAs (nothing else changes: what a
+  // cluster launch costs); 2 RmsNormSplitPushKernel, the C CTAs of a row a cluster, each reading
+  // only its share and pushing its partial sum into the others' shared memory (st.async).
+  int split_exchange = 0;
   // Throughput-bound register launches of about one wave of blocks (single segment with a
   // residual, vector path) read the weight after the row's reduction; with this each block first
   // copies the row's weight into shared memory (cp.async) while its rows load, so that the read

@@ -455,6 +455,48 @@ TEST(RmsNormCudaSplitRow, EverySizeAtFewRows) {
   }
 }
 
+// PROTOTYPE: the split-row kernel in clusters (RmsNormOptions::split_exchange 1: the same kernel,
+// launched as clusters of C; 2: RmsNormSplitPushKernel, each CTA reading its share only and pushing
+// its partial sum into the others' shared memory), every C x threads x residual x PDL at 3 and 16
+// rows and H up to 16384.
+TEST(RmsNormCudaSplitRow, ClusterExchangesMatchReference) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x5B15);
+  int turn = 0;
+  for (const DType dtype : kDTypes) {
+    for (const int64_t hidden : {int64_t{520}, int64_t{4096}, int64_t{7168}, int64_t{16384}}) {
+      for (const int64_t rows : {int64_t{3}, int64_t{16}}) {
+        const Inputs inputs(dtype, hidden, rows, rng);
+        for (const int exchange : {1, 2}) {
+          for (const int ctas : {2, 4, 8}) {
+            for (const int threads : {0, 128}) {
+              for (const bool residual : {false, true}) {
+                cuda::RmsNormOptions options = SplitRow(ctas);
+                options.split_exchange = exchange;
+                options.threads_per_row = threads;
+                options.programmatic_dependent_launch = (turn++ % 3) == 1;
+                options.weight_before_dependency_wait = options.programmatic_dependent_launch;
+                const std::string what =
+                    std::string(DTypeName(dtype)) + (exchange == 1 ? " cluster " : " push ") +
+                    std::to_string(ctas) + "x" + std::to_string(threads) +
+                    " H=" + std::to_string(hidden) + " rows=" + std::to_string(rows) +
+                    (residual ? " +residual" : "") +
+                    (options.programmatic_dependent_launch ? " pdl" : "");
+                SCOPED_TRACE(what);
+                const cuda::KernelShape shape =
+                    cuda::ChooseKernelShape(dtype, hidden, rows, residual, options);
+                if (shape.threads_per_row == 0) continue;  // the split cannot hold the row
+                ASSERT_GT(shape.split_ctas, 1);
+                ASSERT_EQ(RunAndCheck(inputs, dtype, residual, false, 1.0f, options, rng, what), 0);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Where the split-row kernel must not run, a forced split still computes the right answer with the
 // kernel that would have run without it: in place (a CTA storing its share would change the row
 // another CTA is still reading) and off the vector path (a row of 4100 16-bit elements is not a

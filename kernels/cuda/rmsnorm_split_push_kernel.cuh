@@ -1,0 +1,170 @@
+// RmsNormSplitPushKernel: PROTOTYPE for an A/B (RmsNormOptions::split_exchange == 2). The
+// split-row kernel's alternative in which the C CTAs of a row form a thread block cluster, each
+// reads only its 1/C share of the row, and each pushes its partial sum of squares into every
+// other CTA's shared memory with st.async, counted on the receiver's mbarrier. Internal to the CUDA
+// library (included by rmsnorm_cuda.cu).
+//
+// Why: the split-row kernel (rmsnorm_split_row_kernel.cuh) has every CTA of a row read the whole
+// row (a fused bf16 row of 7168 is 28 KB into each multiprocessor, ~0.2-0.35 us), because every
+// way of sharing partial sums measured so far cost more: v7's cluster kernel (a cluster barrier
+// after the reduction, then a distributed-shared-memory read, then a second barrier before exit:
+// ~0.45 us with PDL) and L2 (~0.5 us, docs/KERNELS.md "v11" item 7). Here nothing waits on a
+// barrier after the loads: the one cluster barrier (each CTA's mbarrier initialized before any
+// peer may write to it) is arrived at first thing and waited on only after the row is in and
+// summed, so it overlaps the loads; the partials then travel one way, CTA to CTA, and each CTA
+// waits only for its own mbarrier to count C * 4 bytes. No CTA reads another's shared memory and
+// each leaves only once all writes into its own have landed, so no closing barrier is needed.
+//
+// Every CTA adds the C partials in rank order (slot c holds CTA c's), so the C CTAs of a row
+// compute the same scale, bit for bit. In place is allowed: each CTA reads and writes only its
+// own share.
+//
+// Layout: G threads; thread t holds the share's vectors first + t + k*G for k < kN (G*kN covering
+// the share). Preconditions (checked by the launcher): sm_90, launched with cluster dimension C ==
+// p.split_ctas (2, 4 or 8) in x, gridDim.x == rows * C, one segment passed by value, vector path.
+#ifndef NORMD_KERNELS_CUDA_RMSNORM_SPLIT_PUSH_KERNEL_CUH_
+#define NORMD_KERNELS_CUDA_RMSNORM_SPLIT_PUSH_KERNEL_CUH_
+
+#include <cstdint>
+
+#include "kernels/cuda/bulk_copy.cuh"
+#include "kernels/cuda/rmsnorm_cluster_kernel.cuh"
+#include "kernels/cuda/rmsnorm_kernels.cuh"
+#include "kernels/cuda/vec_io.cuh"
+
+namespace normd::cuda::internal {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The cluster barrier's arrive without release semantics: enough after fence.mbarrier_init, which
+// is the only thing the peers must see before they write into this CTA (CUTLASS's pattern).
+__device__ __forceinline__ void ClusterArriveRelaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+
+// Writes `value` into the float at `local`'s shared-memory offset in CTA `rank` of this cluster,
+// and counts its 4 bytes on that CTA's mbarrier at `barrier`'s offset.
+__device__ __forceinline__ void PushToClusterShared(const float* local, const uint64_t* barrier,
+                                                    int rank, float value) {
+  uint32_t remote_value;
+  uint32_t remote_barrier;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote_value)
+               : "r"(SharedAddress(local)), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote_barrier)
+               : "r"(SharedAddress(barrier)), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                   remote_value),
+               "r"(__float_as_uint(value)), "r"(remote_barrier)
+               : "memory");
+}
+
+// Waits for phase 0 of this CTA's `barrier`, acquiring at cluster scope what the peers' st.async
+// wrote (their complete_tx releases at cluster scope).
+__device__ __forceinline__ void ClusterBarrierWaitPhase0(uint64_t* barrier) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n"
+        ".reg .pred complete;\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 complete, [%1], 0;\n"
+        "selp.u32 %0, 1, 0, complete;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(SharedAddress(barrier))
+        : "memory");
+  }
+}
+#endif
+
+template <typename T, int kN, bool kResidual>
+__global__ void __launch_bounds__(kMaxBlockThreads)
+    RmsNormSplitPushKernel(const __grid_constant__ KernelParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kV = kVecElems<T>;
+  constexpr int kWV = kWeightVecs<T, WeightKind::kEither>;
+  constexpr int kR = kResidual ? kN : 1;
+  __shared__ float warp_sums[kMaxBlockThreads / 32];
+  __shared__ float partials[kMaxClusterCtas];  // slot c: CTA c's partial sum
+  __shared__ alignas(8) uint64_t partials_in;  // counts the C partials' bytes
+
+  const int ctas = p.split_ctas;
+  const int G = static_cast<int>(blockDim.x);
+  const int t = static_cast<int>(threadIdx.x);
+  const int share = ClusterCtaRank();
+  const int64_t row = blockIdx.x / static_cast<unsigned>(ctas);
+  const RmsNormSegment& seg = p.single;
+  const int64_t nv = p.hidden / kV;
+  const int64_t first = nv * share / ctas;      // this CTA's share of the row's vectors
+  const int64_t end = nv * (share + 1) / ctas;  // (exclusive)
+  const int64_t base = row * nv;
+  auto vec = [&](int k) { return first + t + static_cast<int64_t>(k) * G; };
+
+  if (t == 0) {
+    BarrierInit(&partials_in);
+    BarrierArriveExpectingBytes(&partials_in, static_cast<uint32_t>(ctas * sizeof(float)));
+    FenceBarrierInit();
+  }
+  ClusterArriveRelaxed();
+  GridDependencyLaunchDependents();
+
+  uint4 wraw[kN][kWV];
+  if (p.weight_before_wait) {
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      if (vec(k) < end) LoadWeightVec<T>(seg, vec(k), wraw[k]);
+    }
+  }
+  GridDependencyWait();
+
+  uint4 xraw[kN];
+  uint4 rraw[kR];
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int k = 0; k < kN; ++k) xraw[k] = vec(k) < end ? LoadVec(seg.input, base + vec(k)) : zero;
+#pragma unroll
+  for (int k = 0; k < kR; ++k) {
+    rraw[k] = kResidual && vec(k) < end ? LoadVec(seg.residual, base + vec(k)) : zero;
+  }
+  if (!p.weight_before_wait) {
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      if (vec(k) < end) LoadWeightVec<T>(seg, vec(k), wraw[k]);
+    }
+  }
+
+  float sum_squares = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kN; ++k) {
+    float h[kV];
+    RowVecValues<T, kResidual>(xraw[k], rraw[kResidual ? k : 0], h);
+#pragma unroll
+    for (int v = 0; v < kV; ++v) sum_squares = fmaf(h[v], h[v], sum_squares);
+  }
+  const float partial = BlockSumInWarp0(sum_squares, G, warp_sums);  // all of warp 0 has it
+  ClusterWait();  // every peer's mbarrier is initialized
+  if (t < ctas) PushToClusterShared(&partials[share], &partials_in, t, partial);
+  ClusterBarrierWaitPhase0(&partials_in);
+  float total = 0.0f;
+  for (int c = 0; c < ctas; ++c) total += partials[c];
+
+  const float inv_rms = 1.0f / sqrtf(total / static_cast<float>(p.hidden) + seg.eps);
+#pragma unroll
+  for (int k = 0; k < kN; ++k) {
+    if (vec(k) >= end) continue;
+    float h[kV];
+    RowVecValues<T, kResidual>(xraw[k], rraw[kResidual ? k : 0], h);
+    float w[kV];
+    UnpackWeightVec<T>(seg, wraw[k], w);
+    float y[kV];
+#pragma unroll
+    for (int v = 0; v < kV; ++v) y[v] = h[v] * inv_rms * (seg.weight_offset + w[v]);
+    StoreVec(seg.output, base + vec(k), PackVec<T>(y));
+    if constexpr (kResidual) StoreVec(seg.residual_out, base + vec(k), PackVec<T>(h));
+  }
+#endif
+}
+
+}  // namespace normd::cuda::internal
+
+#endif  // NORMD_KERNELS_CUDA_RMSNORM_SPLIT_PUSH_KERNEL_CUH_
