@@ -412,8 +412,11 @@ int main(int argc, char** argv) {
             }
           }
           for (const auto& o : variants) {
+            const normd::cuda::KernelShape push =
+                normd::cuda::ChooseSplitPushShape(dtype, hidden, rows, o);
             const normd::cuda::KernelShape shape =
-                normd::cuda::ChooseKernelShape(dtype, hidden, rows, fused, o);
+                push.split_ctas > 1 ? push
+                                    : normd::cuda::ChooseKernelShape(dtype, hidden, rows, fused, o);
             if (shape.threads_per_row == 0) continue;  // an override that cannot hold the row
             // The bench's buffers are 256-byte aligned, so a staged shape means the staged kernel.
             const normd::cuda::StagedShape staged =
@@ -423,11 +426,14 @@ int main(int argc, char** argv) {
             const double tbs = Bytes(dtype, rows, hidden, fused) / (r.us * 1e-6) / 1e12;
             const std::string tag = (sweep && o.vectors_per_thread != 0) ? "*" : "";
             char kernel[64];
-            if (staged.rows_per_tile != 0) {
+            if (push.split_ctas > 1) {
+              std::snprintf(kernel, sizeof kernel, "push %dx%dx%d", push.split_ctas,
+                            push.threads_per_block, push.vectors_per_thread);
+            } else if (staged.rows_per_tile != 0) {
               std::snprintf(kernel, sizeof kernel, "staged %dx%d R%d S%d", staged.threads_per_row,
                             staged.vectors_per_thread, staged.rows_per_tile, staged.stages);
             } else if (shape.split_ctas > 1) {
-              static const char* const kExchange[] = {"", " cluster", " push"};
+              static const char* const kExchange[] = {"", " cluster", ""};
               std::snprintf(kernel, sizeof kernel, "split %dx%dx%d%s", shape.split_ctas,
                             shape.threads_per_block, shape.vectors_per_thread,
                             kExchange[o.split_exchange % 3]);

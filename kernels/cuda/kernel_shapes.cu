@@ -436,6 +436,40 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
   return GroupShape(g, n, /*reload=*/false);
 }
 
+KernelShape ChooseSplitPushShape(DType dtype, int64_t hidden, int64_t rows,
+                                 const RmsNormOptions& options) {
+  KernelShape shape;  // split_ctas == 1: not taken
+  const int64_t ctas = options.split_ctas;
+  const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
+  if (options.split_exchange != 2 || ctas < 2 || ctas > internal::kMaxClusterCtas ||
+      (ctas & (ctas - 1)) != 0 || hidden % vec_elems != 0 || rows < 1) {
+    return shape;
+  }
+  const int64_t vectors = hidden / vec_elems;
+  if (vectors < ctas) return shape;
+  // G threads over the share (forced threads_per_row, else up to 256 threads of up to 4 vectors
+  // each, then 512 threads), up to 8 vectors each.
+  const int64_t share = CeilDiv(vectors, ctas);
+  int64_t g = options.threads_per_row != 0 ? options.threads_per_row
+                                           : std::min<int64_t>(256, CeilDiv(share, 32) * 32);
+  if (g % 32 != 0 || g > internal::kMaxBlockThreads) return shape;
+  int64_t n = 1;
+  while (n * g < share) {
+    if (n == 4 && options.threads_per_row == 0 && g < internal::kMaxBlockThreads) {
+      g = internal::kMaxBlockThreads;
+    } else {
+      n <<= 1;
+    }
+  }
+  if (n > internal::kMaxSplitVectors) return shape;
+  shape.split_ctas = static_cast<int>(ctas);
+  shape.threads_per_row = static_cast<int>(g);
+  shape.vectors_per_thread = static_cast<int>(n);
+  shape.rows_per_block = 1;
+  shape.threads_per_block = static_cast<int>(g);
+  return shape;
+}
+
 StagedShape ChooseStagedShape(DType dtype, int64_t hidden, int64_t rows, bool residual,
                               const RmsNormOptions& options) {
   StagedShape shape;

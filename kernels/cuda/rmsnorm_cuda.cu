@@ -229,28 +229,7 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
     if (ctas > INT_MAX) return cudaErrorInvalidValue;
     params.split_ctas = shape.split_ctas;
     int device = 0;
-    const bool clusters = options.split_exchange != 0 && DeviceIsSm90OrNewer(&device);
-    if (clusters && options.split_exchange == 2) {
-      // PROTOTYPE: G threads over the share (forced threads_per_row, else up to 256 threads of up
-      // to 4 vectors each, then 512 threads).
-      const int64_t vectors = params.hidden / internal::kVecElems<T>;
-      const int64_t share = CeilDiv(vectors, shape.split_ctas);
-      int64_t g = options.threads_per_row != 0 ? options.threads_per_row
-                                               : std::min<int64_t>(256, CeilDiv(share, 32) * 32);
-      int n = 1;
-      while (n * g < share) {
-        if (n == 4 && options.threads_per_row == 0 && g < 512) {
-          g = 512;
-        } else {
-          n <<= 1;
-        }
-      }
-      void (*push)(KernelParams) =
-          residual ? SplitPushKernelFor<T, true>(n) : SplitPushKernelFor<T, false>(n);
-      if (push == nullptr) return cudaErrorInvalidValue;
-      return LaunchKernel(push, params, ctas, static_cast<int>(g), 0, pdl, stream,
-                          shape.split_ctas);
-    }
+    const bool clusters = options.split_exchange == 1 && DeviceIsSm90OrNewer(&device);
     void (*split)(KernelParams) = residual ? SplitRowKernelFor<T, true>(shape.vectors_per_thread)
                                            : SplitRowKernelFor<T, false>(shape.vectors_per_thread);
     if (split == nullptr) return cudaErrorInvalidValue;
@@ -414,9 +393,41 @@ bool LaunchStagedIfChosen(DType dtype, const KernelParams& params, const RmsNorm
   return false;
 }
 
+// PROTOTYPE: RmsNormSplitPushKernel over `shape` (ChooseSplitPushShape) in clusters of C.
+template <typename T>
+cudaError_t LaunchSplitPush(KernelParams params, const KernelShape& shape, bool residual,
+                            const RmsNormOptions& options, cudaStream_t stream) {
+  const int64_t ctas = params.total_rows * shape.split_ctas;
+  if (ctas > INT_MAX) return cudaErrorInvalidValue;
+  params.split_ctas = shape.split_ctas;
+  params.threads_per_row = shape.threads_per_row;
+  params.rows_per_block = 1;
+  void (*push)(KernelParams) = residual ? SplitPushKernelFor<T, true>(shape.vectors_per_thread)
+                                        : SplitPushKernelFor<T, false>(shape.vectors_per_thread);
+  if (push == nullptr) return cudaErrorInvalidValue;
+  return LaunchKernel(push, params, ctas, shape.threads_per_block, 0,
+                      options.programmatic_dependent_launch, stream, shape.split_ctas);
+}
+
 // residual: whether any segment may carry a residual (always true for a device table).
 cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNormOptions& options,
                    cudaStream_t stream) {
+  if (const KernelShape push =
+          ChooseSplitPushShape(dtype, params.hidden, params.total_rows, options);
+      push.split_ctas > 1 && params.table == nullptr && ReloadCanRun(dtype, params)) {
+    int device = 0;
+    if (DeviceIsSm90OrNewer(&device)) {
+      if (params.total_rows == 0) return cudaSuccess;
+      switch (dtype) {
+        case DType::kFloat32:
+          return LaunchSplitPush<float>(params, push, residual, options, stream);
+        case DType::kFloat16:
+          return LaunchSplitPush<__half>(params, push, residual, options, stream);
+        case DType::kBFloat16:
+          return LaunchSplitPush<__nv_bfloat16>(params, push, residual, options, stream);
+      }
+    }
+  }
   KernelShape shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, options);
   if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
   if (shape.reload && !ReloadCanRun(dtype, params)) {

@@ -129,6 +129,14 @@ struct KernelShape {
 NORMD_CUDA_API KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows,
                                              bool residual, const RmsNormOptions& options = {});
 
+// PROTOTYPE: the shape of RmsNormSplitPushKernel (RmsNormOptions::split_exchange == 2 with
+// split_ctas forced to 2, 4 or 8): split_ctas CTAs of threads_per_row threads of
+// vectors_per_thread vectors over each row's share; split_ctas == 1 where it is not taken (the
+// launcher then goes on as without split_exchange). Taken only on sm_90 for single-segment
+// launches on the vector path.
+NORMD_CUDA_API KernelShape ChooseSplitPushShape(DType dtype, int64_t hidden, int64_t rows,
+                                                const RmsNormOptions& options = {});
+
 // The staged kernel's shape for a single segment (`rows` 0: no decision by size): rows per tile and
 // stages; rows_per_tile == 0 where it cannot run (H over 16384, a row not a whole number of 16-byte
 // vectors, a stage over the shared-memory budget, options.staging == kOff) or, under kAuto, where

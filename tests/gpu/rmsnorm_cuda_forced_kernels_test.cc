@@ -455,46 +455,93 @@ TEST(RmsNormCudaSplitRow, EverySizeAtFewRows) {
   }
 }
 
-// PROTOTYPE: the split-row kernel in clusters (RmsNormOptions::split_exchange 1: the same kernel,
-// launched as clusters of C; 2: RmsNormSplitPushKernel, each CTA reading its share only and pushing
-// its partial sum into the others' shared memory), every C x threads x residual x PDL at 3 and 16
-// rows and H up to 16384.
-TEST(RmsNormCudaSplitRow, ClusterExchangesMatchReference) {
+// PROTOTYPE: the split-row kernel launched in clusters of C (RmsNormOptions::split_exchange 1:
+// the same kernel), every C x threads x residual x PDL at 3 and 16 rows.
+TEST(RmsNormCudaSplitRow, ClusterLaunchMatchesReference) {
   NORMD_REQUIRE_DEVICE();
   Random rng(ProcessSeed() ^ 0x5B15);
   int turn = 0;
   for (const DType dtype : kDTypes) {
-    for (const int64_t hidden : {int64_t{520}, int64_t{4096}, int64_t{7168}, int64_t{16384}}) {
+    for (const int64_t hidden : {int64_t{520}, int64_t{4096}, int64_t{7168}}) {
       for (const int64_t rows : {int64_t{3}, int64_t{16}}) {
         const Inputs inputs(dtype, hidden, rows, rng);
-        for (const int exchange : {1, 2}) {
-          for (const int ctas : {2, 4, 8}) {
-            for (const int threads : {0, 128}) {
-              for (const bool residual : {false, true}) {
-                cuda::RmsNormOptions options = SplitRow(ctas);
-                options.split_exchange = exchange;
-                options.threads_per_row = threads;
-                options.programmatic_dependent_launch = (turn++ % 3) == 1;
-                options.weight_before_dependency_wait = options.programmatic_dependent_launch;
-                const std::string what =
-                    std::string(DTypeName(dtype)) + (exchange == 1 ? " cluster " : " push ") +
-                    std::to_string(ctas) + "x" + std::to_string(threads) +
-                    " H=" + std::to_string(hidden) + " rows=" + std::to_string(rows) +
-                    (residual ? " +residual" : "") +
-                    (options.programmatic_dependent_launch ? " pdl" : "");
-                SCOPED_TRACE(what);
-                const cuda::KernelShape shape =
-                    cuda::ChooseKernelShape(dtype, hidden, rows, residual, options);
-                if (shape.threads_per_row == 0) continue;  // the split cannot hold the row
-                ASSERT_GT(shape.split_ctas, 1);
-                ASSERT_EQ(RunAndCheck(inputs, dtype, residual, false, 1.0f, options, rng, what), 0);
-              }
+        for (const int ctas : {2, 4, 8}) {
+          for (const int threads : {0, 128}) {
+            for (const bool residual : {false, true}) {
+              cuda::RmsNormOptions options = SplitRow(ctas);
+              options.split_exchange = 1;
+              options.threads_per_row = threads;
+              options.programmatic_dependent_launch = (turn++ % 3) == 1;
+              options.weight_before_dependency_wait = options.programmatic_dependent_launch;
+              const std::string what = std::string(DTypeName(dtype)) + " cluster-launched split " +
+                                       std::to_string(ctas) + "x" + std::to_string(threads) +
+                                       " H=" + std::to_string(hidden) +
+                                       " rows=" + std::to_string(rows) +
+                                       (residual ? " +residual" : "") +
+                                       (options.programmatic_dependent_launch ? " pdl" : "");
+              SCOPED_TRACE(what);
+              const cuda::KernelShape shape =
+                  cuda::ChooseKernelShape(dtype, hidden, rows, residual, options);
+              if (threads != 0 && shape.threads_per_row == 0) continue;  // 128 x 8 is too few
+              ASSERT_GT(shape.split_ctas, 1);
+              ASSERT_EQ(RunAndCheck(inputs, dtype, residual, false, 1.0f, options, rng, what), 0);
             }
           }
         }
       }
     }
   }
+}
+
+// PROTOTYPE: RmsNormSplitPushKernel (split_exchange 2: a row's C CTAs a cluster, each reading its
+// share only and pushing its partial sum into the others' shared memory), every C x threads x
+// residual x PDL at 3 and 16 rows, H up to 65536 (past the register kernels' 16384), in place in
+// every fourth case (each CTA reads and writes only its own share), weights of fp32 and of the
+// input's dtype in turn.
+TEST(RmsNormCudaSplitRow, PushMatchesReference) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x5B16);
+  int turn = 0;
+  int pushed = 0;
+  for (const DType dtype : kDTypes) {
+    for (const int64_t hidden :
+         {int64_t{520}, int64_t{4096}, int64_t{7168}, int64_t{16384}, int64_t{65536}}) {
+      for (const int64_t rows : {int64_t{3}, int64_t{16}}) {
+        const Inputs inputs(dtype, hidden, rows, rng);
+        for (const int ctas : {2, 4, 8}) {
+          for (const int threads : {0, 128}) {
+            for (const bool residual : {false, true}) {
+              cuda::RmsNormOptions options = SplitRow(ctas);
+              options.split_exchange = 2;
+              options.threads_per_row = threads;
+              const int case_number = turn++;
+              options.programmatic_dependent_launch = case_number % 3 == 1;
+              options.weight_before_dependency_wait = options.programmatic_dependent_launch;
+              const bool in_place = case_number % 4 == 3;
+              const DType weight_dtype = case_number % 2 == 0 ? dtype : DType::kFloat32;
+              const std::string what =
+                  std::string(DTypeName(dtype)) + " push " + std::to_string(ctas) + "x" +
+                  std::to_string(threads) + " H=" + std::to_string(hidden) +
+                  " rows=" + std::to_string(rows) + (residual ? " +residual" : "") +
+                  (in_place ? " in place" : "") + " weight " + DTypeName(weight_dtype) +
+                  (options.programmatic_dependent_launch ? " pdl" : "");
+              SCOPED_TRACE(what);
+              const cuda::KernelShape shape =
+                  cuda::ChooseSplitPushShape(dtype, hidden, rows, options);
+              // Shares over 8 vectors per thread (128 threads, or fp32 65536 over 2 CTAs): none.
+              if (shape.split_ctas == 1) continue;
+              ASSERT_EQ(shape.split_ctas, ctas);
+              ++pushed;
+              ASSERT_EQ(
+                  RunAndCheck(inputs, weight_dtype, residual, in_place, 1.0f, options, rng, what),
+                  0);
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(pushed, 324);  // the 360 cases above, less the 36 whose share is too large
 }
 
 // Where the split-row kernel must not run, a forced split still computes the right answer with the
