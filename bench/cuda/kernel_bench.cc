@@ -13,7 +13,7 @@
 //                      [--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on]
 //                      [--stages 0,2,4] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8]
 //                      [--shared-weights on,off] [--reload auto,off,on] [--vectors 0,1,2,4]
-//                      [--threads 0,256,512] [--split 0,1,2,4,8] [--split-exchange 0,1,2]
+//                      [--threads 0,256,512] [--split 0,1,2,4,8] [--push auto,off,on]
 // --staging times each shape once per listed choice of RmsNormOptions::staging, side by side (an
 // A/B of the staged and the register kernels in one run); --stages likewise for the staged
 // kernel's stage count (0 = as many as fit), --lean for RmsNormOptions::lean_two_pass (on: the lean
@@ -21,13 +21,13 @@
 // --shared-weights for RmsNormOptions::weights_through_shared, --reload for
 // RmsNormOptions::reload (on: the reload kernel forced, staging off), --vectors for
 // RmsNormOptions::vectors_per_thread, --threads for threads_per_row and --split for split_ctas
-// (0 automatic, 1 never), --split-exchange for the prototype RmsNormOptions::split_exchange
-// ("split CxGxN cluster" / "push": the split's C, G and N, the push kernel choosing its own G and N
-// over the share); --two-pass
+// (0 automatic, 1 never), --push for RmsNormOptions::split_push (on: the push kernel forced, with
+// --split as its C and --threads as its G where given); --two-pass
 // adds a run of the two-pass kernel. Every combination of the lists runs. The kernel column says
 // which kernel ran: GxN for the register kernel, "reload GxN" for the reload kernel,
 // "staged GxN Rr Ss" for the staged one, "cluster CxG" for C CTAs of G threads per row, "split
-// CxGxN" for the split-row kernel's C CTAs of G threads of N vectors per row.
+// CxGxN" for the split-row kernel's C CTAs of G threads of N vectors per row, "push CxGxN" for the
+// push kernel's (N vectors of the CTA's share).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> vector_counts = {0};          // RmsNormOptions::vectors_per_thread
   std::vector<int64_t> thread_counts = {0};          // RmsNormOptions::threads_per_row
   std::vector<int64_t> split_counts = {0};           // RmsNormOptions::split_ctas
-  std::vector<int64_t> split_exchanges = {0};        // RmsNormOptions::split_exchange
+  std::vector<std::string> pushes = {"auto"};        // RmsNormOptions::split_push
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -321,15 +321,15 @@ int main(int argc, char** argv) {
       thread_counts = ParseInts(next());
     else if (arg == "--split")
       split_counts = ParseInts(next());
-    else if (arg == "--split-exchange")
-      split_exchanges = ParseInts(next());
+    else if (arg == "--push")
+      pushes = ParseStrings(next());
     else {
       std::fprintf(stderr,
                    "usage: %s [--dtypes bf16,fp16,fp32] [--rows ...] [--hidden ...] "
                    "[--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on] "
                    "[--stages 0,2,...] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8] "
                    "[--shared-weights on,off] [--reload auto,off,on] [--vectors 0,1,2,4] "
-                   "[--threads 0,256,512] [--split 0,1,2,4,8] [--split-exchange 0,1,2]\n",
+                   "[--threads 0,256,512] [--split 0,1,2,4,8] [--push auto,off,on]\n",
                    argv[0]);
       return 2;
     }
@@ -389,8 +389,10 @@ int main(int argc, char** argv) {
                    [](Options& o, int64_t v) { o.threads_per_row = static_cast<int>(v); });
           Multiply(variants, split_counts,
                    [](Options& o, int64_t v) { o.split_ctas = static_cast<int>(v); });
-          Multiply(variants, split_exchanges,
-                   [](Options& o, int64_t v) { o.split_exchange = static_cast<int>(v); });
+          using Push = Options::SplitPush;
+          Multiply(variants, pushes, [](Options& o, const std::string& v) {
+            o.split_push = v == "on" ? Push::kOn : v == "off" ? Push::kOff : Push::kAuto;
+          });
           // Forcing the lean or the reload kernel: not the staged one either.
           for (Options& o : variants) {
             if (o.lean_two_pass == Lean::kOn || o.reload == Reload::kOn) o.staging = Staging::kOff;
@@ -412,11 +414,8 @@ int main(int argc, char** argv) {
             }
           }
           for (const auto& o : variants) {
-            const normd::cuda::KernelShape push =
-                normd::cuda::ChooseSplitPushShape(dtype, hidden, rows, o);
             const normd::cuda::KernelShape shape =
-                push.split_ctas > 1 ? push
-                                    : normd::cuda::ChooseKernelShape(dtype, hidden, rows, fused, o);
+                normd::cuda::ChooseKernelShape(dtype, hidden, rows, fused, o);
             if (shape.threads_per_row == 0) continue;  // an override that cannot hold the row
             // The bench's buffers are 256-byte aligned, so a staged shape means the staged kernel.
             const normd::cuda::StagedShape staged =
@@ -426,17 +425,15 @@ int main(int argc, char** argv) {
             const double tbs = Bytes(dtype, rows, hidden, fused) / (r.us * 1e-6) / 1e12;
             const std::string tag = (sweep && o.vectors_per_thread != 0) ? "*" : "";
             char kernel[64];
-            if (push.split_ctas > 1) {
-              std::snprintf(kernel, sizeof kernel, "push %dx%dx%d", push.split_ctas,
-                            push.threads_per_block, push.vectors_per_thread);
+            if (shape.split_push) {
+              std::snprintf(kernel, sizeof kernel, "push %dx%dx%d", shape.split_ctas,
+                            shape.threads_per_block, shape.vectors_per_thread);
             } else if (staged.rows_per_tile != 0) {
               std::snprintf(kernel, sizeof kernel, "staged %dx%d R%d S%d", staged.threads_per_row,
                             staged.vectors_per_thread, staged.rows_per_tile, staged.stages);
             } else if (shape.split_ctas > 1) {
-              static const char* const kExchange[] = {"", " cluster", ""};
-              std::snprintf(kernel, sizeof kernel, "split %dx%dx%d%s", shape.split_ctas,
-                            shape.threads_per_block, shape.vectors_per_thread,
-                            kExchange[o.split_exchange % 3]);
+              std::snprintf(kernel, sizeof kernel, "split %dx%dx%d", shape.split_ctas,
+                            shape.threads_per_block, shape.vectors_per_thread);
             } else if (shape.cluster_ctas > 1) {
               std::snprintf(kernel, sizeof kernel, "cluster %dx%d", shape.cluster_ctas,
                             shape.threads_per_block);

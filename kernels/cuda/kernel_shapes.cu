@@ -56,6 +56,25 @@ constexpr int64_t kSplitMaxRowBytes = 128 << 10;  // exclusive
 constexpr int64_t kSplitMaxCtas = 32;
 constexpr int64_t kSplitThreads = 256;
 
+// The push kernel under the automatic choice (docs/KERNELS.md "v12"; graph-replayed launches of
+// 1-128 rows on the H200, bench/cuda/results/h200_2026-12-03_push_b, against the kernel the
+// library chose before, C = 2, 4 and 8): up to kPushFewRows rows, rows that move more than
+// kPushFewRowsMinBytes (0.72-0.99 of the time before at 20-128 KB, 16-bit plain H 4096 0.99-1.00,
+// fp32 fused H 2048 1.00-1.02; 16 KB and less lost 1-15%); from there up to kPushMaxRows, rows
+// with a residual moving >= 32 KB (0.81-0.99) and plain rows >= 64 KB (0.77-1.00; 40-48 KB lost
+// up to 6%); and every H past kRegisterMaxHidden up to kPushMaxRows rows (0.13-0.75: one CTA per
+// row read it twice before). C: 8 (the best or within 3% up to 64 rows), 2 from 65 rows of
+// H <= 16384 (there C = 8 took up to 1.5x the time of C = 2). G: one 16-byte vector per thread up
+// to 256 threads (the fastest of 32-256 threads at the issue's small-batch shapes, call push_b),
+// then up to 4 vectors, then 512 threads.
+constexpr int64_t kPushFewRows = 32;
+constexpr int64_t kPushFewRowsMinBytes = 16 << 10;  // exclusive
+constexpr int64_t kPushMinBytesWithResidual = 32 << 10;
+constexpr int64_t kPushMinBytesPlain = 64 << 10;
+constexpr int64_t kPushMaxRows = 128;
+constexpr int64_t kPushManyCtasRows = 64;  // past this, C = 2 for H <= kRegisterMaxHidden
+constexpr int64_t kPushThreads = 256;
+
 // Shared memory the staged kernel's stages may take per block (sm_90 allows 227 KB): enough for
 // several 32 KB tiles, so that each multiprocessor always has one or more on their way.
 constexpr int64_t kStagedSharedBudget = 192 << 10;
@@ -323,6 +342,60 @@ KernelShape ChosenSplitShape(DType dtype, int64_t hidden, int64_t vectors, int64
   return shape.threads_per_row != 0 && shape.split_ctas > 1 ? shape : none;
 }
 
+// The push kernel's shape for rows of `vectors` 16-byte vectors over `ctas` CTAs: G = `threads`
+// (0: one vector per thread up to kPushThreads, then up to 4 vectors, then 512 threads) over the
+// CTA's share, kN the power of two of vectors per thread that makes G threads hold it, up to 8.
+// threads_per_row == 0 where that cannot hold the share.
+KernelShape PushShape(int64_t vectors, int64_t ctas, int64_t threads) {
+  KernelShape shape;
+  const int64_t share = CeilDiv(vectors, ctas);
+  int64_t g = threads != 0 ? threads : std::min(kPushThreads, CeilDiv(share, 32) * 32);
+  if (g % 32 != 0 || g > internal::kMaxBlockThreads) return shape;
+  int64_t n = 1;
+  while (n * g < share) {
+    if (n == 4 && threads == 0 && g < internal::kMaxBlockThreads) {
+      g = internal::kMaxBlockThreads;
+    } else {
+      n <<= 1;
+    }
+  }
+  if (n > internal::kMaxSplitVectors) return shape;
+  shape.split_ctas = static_cast<int>(ctas);
+  shape.split_push = true;
+  shape.threads_per_row = static_cast<int>(g);
+  shape.vectors_per_thread = static_cast<int>(n);
+  shape.rows_per_block = 1;
+  shape.threads_per_block = static_cast<int>(g);
+  return shape;
+}
+
+// The push kernel's shape if this launch takes it (split_push), else a shape without it;
+// threads_per_row == 0 for a forced push whose overrides cannot hold the row. See kPushFewRows.
+KernelShape ChosenPushShape(DType dtype, int64_t hidden, int64_t vectors, int64_t rows,
+                            bool residual, const RmsNormOptions& options, bool overridden) {
+  KernelShape none;
+  none.threads_per_row = 1;  // "no push", valid
+  if (options.split_push == RmsNormOptions::SplitPush::kOff) return none;
+  const int64_t automatic_ctas = hidden > kRegisterMaxHidden || rows <= kPushManyCtasRows ? 8 : 2;
+  if (options.split_push == RmsNormOptions::SplitPush::kOn) {
+    const int64_t ctas = options.split_ctas != 0 ? options.split_ctas : automatic_ctas;
+    if (ctas < 2 || ctas > internal::kMaxClusterCtas || (ctas & (ctas - 1)) != 0 ||
+        options.cluster_ctas > 1 || vectors < ctas) {
+      return KernelShape{};
+    }
+    return PushShape(vectors, ctas, options.threads_per_row);
+  }
+  if (overridden || rows > kPushMaxRows) return none;
+  const int64_t row_bytes = (residual ? 4 : 2) * hidden * static_cast<int64_t>(ItemSize(dtype));
+  const bool wins = hidden > kRegisterMaxHidden ||
+                    (rows <= kPushFewRows ? row_bytes > kPushFewRowsMinBytes
+                                          : row_bytes >= (residual ? kPushMinBytesWithResidual
+                                                                   : kPushMinBytesPlain));
+  if (!wins) return none;
+  const KernelShape shape = PushShape(vectors, automatic_ctas, 0);
+  return shape.threads_per_row != 0 ? shape : none;
+}
+
 }  // namespace
 
 KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool residual,
@@ -349,6 +422,11 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
   if (const KernelShape reload = ChosenReloadShape(dtype, hidden, rows, residual, options);
       reload.threads_per_row != 0) {
     return reload;
+  }
+  if (const KernelShape push =
+          ChosenPushShape(dtype, hidden, vectors, rows, residual, options, overridden);
+      push.threads_per_row == 0 || push.split_push) {
+    return push;  // the push kernel, or an invalid override
   }
   if (const KernelShape split =
           ChosenSplitShape(dtype, hidden, vectors, rows, residual, options, overridden);
@@ -434,40 +512,6 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
     }
   }
   return GroupShape(g, n, /*reload=*/false);
-}
-
-KernelShape ChooseSplitPushShape(DType dtype, int64_t hidden, int64_t rows,
-                                 const RmsNormOptions& options) {
-  KernelShape shape;  // split_ctas == 1: not taken
-  const int64_t ctas = options.split_ctas;
-  const int64_t vec_elems = 16 / static_cast<int64_t>(ItemSize(dtype));
-  if (options.split_exchange != 2 || ctas < 2 || ctas > internal::kMaxClusterCtas ||
-      (ctas & (ctas - 1)) != 0 || hidden % vec_elems != 0 || rows < 1) {
-    return shape;
-  }
-  const int64_t vectors = hidden / vec_elems;
-  if (vectors < ctas) return shape;
-  // G threads over the share (forced threads_per_row, else up to 256 threads of up to 4 vectors
-  // each, then 512 threads), up to 8 vectors each.
-  const int64_t share = CeilDiv(vectors, ctas);
-  int64_t g = options.threads_per_row != 0 ? options.threads_per_row
-                                           : std::min<int64_t>(256, CeilDiv(share, 32) * 32);
-  if (g % 32 != 0 || g > internal::kMaxBlockThreads) return shape;
-  int64_t n = 1;
-  while (n * g < share) {
-    if (n == 4 && options.threads_per_row == 0 && g < internal::kMaxBlockThreads) {
-      g = internal::kMaxBlockThreads;
-    } else {
-      n <<= 1;
-    }
-  }
-  if (n > internal::kMaxSplitVectors) return shape;
-  shape.split_ctas = static_cast<int>(ctas);
-  shape.threads_per_row = static_cast<int>(g);
-  shape.vectors_per_thread = static_cast<int>(n);
-  shape.rows_per_block = 1;
-  shape.threads_per_block = static_cast<int>(g);
-  return shape;
 }
 
 StagedShape ChooseStagedShape(DType dtype, int64_t hidden, int64_t rows, bool residual,

@@ -224,17 +224,24 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
                                  : internal::RmsNormClusterKernel<T, false>,
                         params, ctas, shape.threads_per_block, 0, pdl, stream, shape.cluster_ctas);
   }
+  if (shape.split_push) {  // a cluster of C CTAs per row
+    const int64_t ctas = params.total_rows * shape.split_ctas;
+    if (ctas > INT_MAX) return cudaErrorInvalidValue;
+    params.split_ctas = shape.split_ctas;
+    void (*push)(KernelParams) = residual ? SplitPushKernelFor<T, true>(shape.vectors_per_thread)
+                                          : SplitPushKernelFor<T, false>(shape.vectors_per_thread);
+    if (push == nullptr) return cudaErrorInvalidValue;
+    return LaunchKernel(push, params, ctas, shape.threads_per_block, 0, pdl, stream,
+                        shape.split_ctas);
+  }
   if (shape.split_ctas > 1) {
     const int64_t ctas = params.total_rows * shape.split_ctas;
     if (ctas > INT_MAX) return cudaErrorInvalidValue;
     params.split_ctas = shape.split_ctas;
-    int device = 0;
-    const bool clusters = options.split_exchange == 1 && DeviceIsSm90OrNewer(&device);
     void (*split)(KernelParams) = residual ? SplitRowKernelFor<T, true>(shape.vectors_per_thread)
                                            : SplitRowKernelFor<T, false>(shape.vectors_per_thread);
     if (split == nullptr) return cudaErrorInvalidValue;
-    return LaunchKernel(split, params, ctas, shape.threads_per_block, 0, pdl, stream,
-                        clusters ? shape.split_ctas : 1);
+    return LaunchKernel(split, params, ctas, shape.threads_per_block, 0, pdl, stream);
   }
   const int64_t blocks = CeilDiv(params.total_rows, shape.rows_per_block);
   if (blocks > INT_MAX) return cudaErrorInvalidValue;
@@ -393,41 +400,9 @@ bool LaunchStagedIfChosen(DType dtype, const KernelParams& params, const RmsNorm
   return false;
 }
 
-// PROTOTYPE: RmsNormSplitPushKernel over `shape` (ChooseSplitPushShape) in clusters of C.
-template <typename T>
-cudaError_t LaunchSplitPush(KernelParams params, const KernelShape& shape, bool residual,
-                            const RmsNormOptions& options, cudaStream_t stream) {
-  const int64_t ctas = params.total_rows * shape.split_ctas;
-  if (ctas > INT_MAX) return cudaErrorInvalidValue;
-  params.split_ctas = shape.split_ctas;
-  params.threads_per_row = shape.threads_per_row;
-  params.rows_per_block = 1;
-  void (*push)(KernelParams) = residual ? SplitPushKernelFor<T, true>(shape.vectors_per_thread)
-                                        : SplitPushKernelFor<T, false>(shape.vectors_per_thread);
-  if (push == nullptr) return cudaErrorInvalidValue;
-  return LaunchKernel(push, params, ctas, shape.threads_per_block, 0,
-                      options.programmatic_dependent_launch, stream, shape.split_ctas);
-}
-
 // residual: whether any segment may carry a residual (always true for a device table).
 cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNormOptions& options,
                    cudaStream_t stream) {
-  if (const KernelShape push =
-          ChooseSplitPushShape(dtype, params.hidden, params.total_rows, options);
-      push.split_ctas > 1 && params.table == nullptr && ReloadCanRun(dtype, params)) {
-    int device = 0;
-    if (DeviceIsSm90OrNewer(&device)) {
-      if (params.total_rows == 0) return cudaSuccess;
-      switch (dtype) {
-        case DType::kFloat32:
-          return LaunchSplitPush<float>(params, push, residual, options, stream);
-        case DType::kFloat16:
-          return LaunchSplitPush<__half>(params, push, residual, options, stream);
-        case DType::kBFloat16:
-          return LaunchSplitPush<__nv_bfloat16>(params, push, residual, options, stream);
-      }
-    }
-  }
   KernelShape shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, options);
   if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
   if (shape.reload && !ReloadCanRun(dtype, params)) {
@@ -436,7 +411,18 @@ cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNor
     shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_reload);
     if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
   }
-  if (shape.split_ctas > 1 && !SplitRowCanRun(dtype, params)) {
+  int device = 0;
+  if (shape.split_push && (!ReloadCanRun(dtype, params) || !DeviceIsSm90OrNewer(&device))) {
+    RmsNormOptions no_push = options;  // the kernel that would have run without it
+    if (no_push.split_push == RmsNormOptions::SplitPush::kOn) {
+      no_push.split_ctas = 0;  // forced with the push, they were its C and G
+      no_push.threads_per_row = 0;
+    }
+    no_push.split_push = RmsNormOptions::SplitPush::kOff;
+    shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_push);
+    if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
+  }
+  if (shape.split_ctas > 1 && !shape.split_push && !SplitRowCanRun(dtype, params)) {
     RmsNormOptions no_split = options;  // the kernel that would have run without it
     no_split.split_ctas = 1;
     // A forced split's threads_per_row is the split kernel's CTA size, not a row group that the
@@ -446,7 +432,6 @@ cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNor
     shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_split);
     if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
   }
-  int device = 0;
   if (shape.cluster_ctas > 1 && !DeviceIsSm90OrNewer(&device)) {
     RmsNormOptions no_cluster = options;  // no clusters before sm_90: the register kernel
     no_cluster.cluster_ctas = 1;

@@ -83,11 +83,19 @@ struct RmsNormOptions {
   // outputs do not overlap their inputs only; others get the kernel that would have run without it
   // (and without threads_per_row, which was the split's).
   int split_ctas = 0;
-  // PROTOTYPE (A/B only), with the split-row kernel on sm_90: 0 its CTAs do not communicate (the
-  // kernel above); 1 the same kernel launched in clusters of C CTAs (nothing else changes: what a
-  // cluster launch costs); 2 RmsNormSplitPushKernel, the C CTAs of a row a cluster, each reading
-  // only its share and pushing its partial sum into the others' shared memory (st.async).
-  int split_exchange = 0;
+  // Whether a row split over C CTAs may be a thread block cluster whose CTAs share their partial
+  // sums (RmsNormSplitPushKernel, sm_90): each CTA reads only its 1/C of the row (x, and r) and
+  // pushes its partial sum of squares into the others' shared memory, instead of every CTA reading
+  // the whole row as the split-row kernel's do. kAuto takes it for single-segment launches of up
+  // to 128 rows that move more than 16 KB per row (more from 33 rows on) and for every H > 16384
+  // at up to 128 rows, where it measured faster on the H200 (ChosenPushShape in kernel_shapes.cu,
+  // docs/KERNELS.md "v12"); kOn forces it, with split_ctas as C (2, 4 or 8; 0: as kAuto would)
+  // and threads_per_row as the CTA's threads (0: one vector each, up to 256 threads); kOff never.
+  // Launches it cannot take (a segment table, off the vector path, GPUs before sm_90) get the
+  // kernel that would have run without it (and, with kOn, without split_ctas and threads_per_row,
+  // which were the push kernel's).
+  enum class SplitPush { kAuto, kOff, kOn };
+  SplitPush split_push = SplitPush::kAuto;
   // Throughput-bound register launches of about one wave of blocks (single segment with a
   // residual, vector path) read the weight after the row's reduction; with this each block first
   // copies the row's weight into shared memory (cp.async) while its rows load, so that the read
@@ -113,6 +121,8 @@ struct KernelShape {
   int cluster_ctas = 1;        // > 1: the cluster kernel, C CTAs of threads_per_block per row
   int split_ctas = 1;          // > 1: the split-row kernel, C CTAs of threads_per_row per row
                                // (each thread holding vectors_per_thread of the whole row)
+  bool split_push = false;     // split_ctas > 1 only: the push kernel (RmsNormOptions::split_push):
+                               // each thread holding vectors_per_thread of its CTA's share
   int threads_per_row = 0;     // G (the cluster kernel: all C CTAs' threads)
   int vectors_per_thread = 0;  // register path only
   bool reload = false;         // the reload kernel (RmsNormOptions::Reload)
@@ -128,14 +138,6 @@ struct KernelShape {
 // `options`' overrides; threads_per_row == 0 if they are invalid.
 NORMD_CUDA_API KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows,
                                              bool residual, const RmsNormOptions& options = {});
-
-// PROTOTYPE: the shape of RmsNormSplitPushKernel (RmsNormOptions::split_exchange == 2 with
-// split_ctas forced to 2, 4 or 8): split_ctas CTAs of threads_per_row threads of
-// vectors_per_thread vectors over each row's share; split_ctas == 1 where it is not taken (the
-// launcher then goes on as without split_exchange). Taken only on sm_90 for single-segment
-// launches on the vector path.
-NORMD_CUDA_API KernelShape ChooseSplitPushShape(DType dtype, int64_t hidden, int64_t rows,
-                                                const RmsNormOptions& options = {});
 
 // The staged kernel's shape for a single segment (`rows` 0: no decision by size): rows per tile and
 // stages; rows_per_tile == 0 where it cannot run (H over 16384, a row not a whole number of 16-byte

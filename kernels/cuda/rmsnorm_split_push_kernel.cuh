@@ -1,12 +1,13 @@
-// RmsNormSplitPushKernel: PROTOTYPE for an A/B (RmsNormOptions::split_exchange == 2). The
-// split-row kernel's alternative in which the C CTAs of a row form a thread block cluster, each
-// reads only its 1/C share of the row, and each pushes its partial sum of squares into every
-// other CTA's shared memory with st.async, counted on the receiver's mbarrier. Internal to the CUDA
-// library (included by rmsnorm_cuda.cu).
+// RmsNormSplitPushKernel: the latency kernel (sm_90) for launches of up to 128 rows that move more
+// than 16 KB each, and of any H past 16384 (RmsNormOptions::split_push; the rule is
+// ChosenPushShape in kernel_shapes.cu). The C CTAs of a row form a thread block cluster; each reads
+// only its 1/C share of the row and pushes its partial sum of squares into every other CTA's
+// shared memory with st.async, counted on the receiver's mbarrier. Internal to the CUDA library
+// (included by rmsnorm_cuda.cu).
 //
 // Why: the split-row kernel (rmsnorm_split_row_kernel.cuh) has every CTA of a row read the whole
-// row (a fused bf16 row of 7168 is 28 KB into each multiprocessor, ~0.2-0.35 us), because every
-// way of sharing partial sums measured so far cost more: v7's cluster kernel (a cluster barrier
+// row (a fused bf16 row of 7168 is 28 KB into each multiprocessor, ~0.2-0.35 us), because the
+// ways of sharing partial sums measured before cost more: v7's cluster kernel (a cluster barrier
 // after the reduction, then a distributed-shared-memory read, then a second barrier before exit:
 // ~0.45 us with PDL) and L2 (~0.5 us, docs/KERNELS.md "v11" item 7). Here nothing waits on a
 // barrier after the loads: the one cluster barrier (each CTA's mbarrier initialized before any
@@ -14,6 +15,9 @@
 // summed, so it overlaps the loads; the partials then travel one way, CTA to CTA, and each CTA
 // waits only for its own mbarrier to count C * 4 bytes. No CTA reads another's shared memory and
 // each leaves only once all writes into its own have landed, so no closing barrier is needed.
+// Measured (docs/KERNELS.md "v12"): the cluster launch itself costs nothing measurable with PDL
+// (the split-row kernel launched in clusters ran within +-0.03 us of itself), and bf16 fused
+// 1 x 7168 took 1.41-1.43 us against the split-row kernel's 1.66-1.69.
 //
 // Every CTA adds the C partials in rank order (slot c holds CTA c's), so the C CTAs of a row
 // compute the same scale, bit for bit. In place is allowed: each CTA reads and writes only its
@@ -21,7 +25,8 @@
 //
 // Layout: G threads; thread t holds the share's vectors first + t + k*G for k < kN (G*kN covering
 // the share). Preconditions (checked by the launcher): sm_90, launched with cluster dimension C ==
-// p.split_ctas (2, 4 or 8) in x, gridDim.x == rows * C, one segment passed by value, vector path.
+// p.split_ctas (2, 4 or 8) in x, gridDim.x == rows * C, blockDim.x == G a multiple of 32 with
+// G * kN covering the share, one segment passed by value, vector path.
 #ifndef NORMD_KERNELS_CUDA_RMSNORM_SPLIT_PUSH_KERNEL_CUH_
 #define NORMD_KERNELS_CUDA_RMSNORM_SPLIT_PUSH_KERNEL_CUH_
 

@@ -189,16 +189,21 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
 // (x, output, and r and residual_out with a residual) in launches of few rows (at most 128 CTAs in
 // all); cluster_ctas forces or forbids it.
 // The cluster kernel's automatic rule, with the split-row kernel (which takes most of its shapes
-// since v11) ruled out; then the shapes it keeps under the whole automatic choice.
+// since v11) ruled out; then the shapes it keeps where the push kernel cannot run (segment tables,
+// GPUs before sm_90: the launcher chooses again with the push off).
 TEST(RmsNormCudaArguments, ClusterChoice) {
   {
-    const cuda::KernelShape kept = cuda::ChooseKernelShape(DType::kFloat32, 16384, 1, true);
+    cuda::RmsNormOptions no_push;
+    no_push.split_push = cuda::RmsNormOptions::SplitPush::kOff;
+    const cuda::KernelShape kept =
+        cuda::ChooseKernelShape(DType::kFloat32, 16384, 1, true, no_push);
     EXPECT_EQ(kept.cluster_ctas, 8);  // 256 KB
     EXPECT_EQ(kept.split_ctas, 1);
-    EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 8, true).cluster_ctas, 8);
+    EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 8, true, no_push).cluster_ctas, 8);
   }
   cuda::RmsNormOptions no_split;
   no_split.split_ctas = 1;
+  no_split.split_push = cuda::RmsNormOptions::SplitPush::kOff;
   auto choose = [&](DType dtype, int64_t hidden, int64_t rows, bool residual) {
     return cuda::ChooseKernelShape(dtype, hidden, rows, residual, no_split);
   };
@@ -220,6 +225,7 @@ TEST(RmsNormCudaArguments, ClusterChoice) {
   cuda::RmsNormOptions never;
   never.cluster_ctas = 1;
   never.split_ctas = 1;
+  never.split_push = cuda::RmsNormOptions::SplitPush::kOff;
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 1, true, never).cluster_ctas, 1);
   cuda::RmsNormOptions forced;
   forced.cluster_ctas = 2;
@@ -267,23 +273,35 @@ TEST(RmsNormCudaArguments, SplitRowChoice) {
   forced.cluster_ctas = 4;  // two ways of splitting a row at once
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false, forced).threads_per_row, 0);
   // The automatic choice (call split_b): 8 CTAs per row up to 4 rows, 4 up to 8, 2 up to 16, for
-  // rows that move 10 KB to 128 KB; 256 threads where they hold the row in 4 vectors each.
-  const cuda::KernelShape fused_one = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, true);
+  // rows that move 10 KB to 128 KB; 256 threads where they hold the row in 4 vectors each. Since
+  // v12 the push kernel takes most of these shapes; the split's rule is what runs where the push
+  // cannot (the launcher chooses again with it off), and at rows of 10-16 KB.
+  cuda::RmsNormOptions no_push;
+  no_push.split_push = cuda::RmsNormOptions::SplitPush::kOff;
+  auto split_of = [&](DType dtype, int64_t hidden, int64_t rows, bool residual) {
+    return cuda::ChooseKernelShape(dtype, hidden, rows, residual, no_push);
+  };
+  const cuda::KernelShape fused_one = split_of(DType::kBFloat16, 7168, 1, true);
   EXPECT_EQ(fused_one.split_ctas, 8);
+  EXPECT_FALSE(fused_one.split_push);
   EXPECT_EQ(fused_one.threads_per_block, 256);
   EXPECT_EQ(fused_one.vectors_per_thread, 4);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 4, false).split_ctas, 8);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 8, false).split_ctas, 4);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 16, false).split_ctas, 2);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 17, false).split_ctas, 1);
-  const cuda::KernelShape fp32_one = cuda::ChooseKernelShape(DType::kFloat32, 7168, 1, false);
+  EXPECT_EQ(split_of(DType::kBFloat16, 7168, 4, false).split_ctas, 8);
+  EXPECT_EQ(split_of(DType::kBFloat16, 7168, 8, false).split_ctas, 4);
+  EXPECT_EQ(split_of(DType::kBFloat16, 7168, 16, false).split_ctas, 2);
+  EXPECT_EQ(split_of(DType::kBFloat16, 7168, 17, false).split_ctas, 1);
+  const cuda::KernelShape fp32_one = split_of(DType::kFloat32, 7168, 1, false);
   EXPECT_EQ(fp32_one.split_ctas, 8);  // 1792 vectors: the fewest in 512 threads, 448 of 4
   EXPECT_EQ(fp32_one.threads_per_block, 448);
   EXPECT_EQ(fp32_one.vectors_per_thread, 4);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 1, true).split_ctas, 1);    // 8 KB
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 3000, 1, false).split_ctas, 8);   // 12 KB
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 1, true).split_ctas, 1);   // 128 KB
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 1, false).split_ctas, 8);  // 64 KB
+  EXPECT_EQ(split_of(DType::kBFloat16, 1024, 1, true).split_ctas, 1);    // 8 KB
+  EXPECT_EQ(split_of(DType::kBFloat16, 3000, 1, false).split_ctas, 8);   // 12 KB
+  EXPECT_EQ(split_of(DType::kBFloat16, 16384, 1, true).split_ctas, 1);   // 128 KB
+  EXPECT_EQ(split_of(DType::kBFloat16, 16384, 1, false).split_ctas, 8);  // 64 KB
+  // Under the whole automatic choice the split keeps rows of 10-16 KB.
+  const cuda::KernelShape kept = cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false);
+  EXPECT_EQ(kept.split_ctas, 8);  // 16 KB
+  EXPECT_FALSE(kept.split_push);
   cuda::RmsNormOptions tuned;  // another tuning override: no automatic split
   tuned.vectors_per_thread = 2;
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false, tuned).split_ctas, 1);
@@ -295,6 +313,69 @@ TEST(RmsNormCudaArguments, SplitRowChoice) {
         cuda::ChooseKernelShape(DType::kBFloat16, 4096, rows, false);
     EXPECT_LE(rows * automatic.split_ctas, 128) << rows;
   }
+}
+
+// The push kernel's shapes (call push_b): under the automatic choice, launches of up to 32 rows
+// moving more than 16 KB per row, up to 128 rows moving >= 32 KB with a residual or >= 64 KB
+// without, and every H past 16384 up to 128 rows; C = 8, or 2 from 65 rows of H <= 16384; one
+// vector per thread up to 256 threads. Forced (kOn): C and G as given, invalid ones refused; kOff
+// and other tuning overrides: never.
+TEST(RmsNormCudaArguments, PushChoice) {
+  const cuda::KernelShape one = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, true);
+  EXPECT_TRUE(one.split_push);
+  EXPECT_EQ(one.split_ctas, 8);
+  EXPECT_EQ(one.threads_per_block, 128);  // 896 vectors: 112 per CTA
+  EXPECT_EQ(one.vectors_per_thread, 1);
+  EXPECT_EQ(one.cluster_ctas, 1);
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kBFloat16, 5120, 32, false).split_push);    // 20 KB
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 8, false).split_push);    // 16 KB
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 2048, 1, false).split_push);     // 16 KB
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 64, true).split_push);     // 32 KB
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 12288, 64, false).split_push);  // 48 KB
+  const cuda::KernelShape many = cuda::ChooseKernelShape(DType::kBFloat16, 16384, 128, false);
+  EXPECT_TRUE(many.split_push);  // 64 KB
+  EXPECT_EQ(many.split_ctas, 2);
+  EXPECT_EQ(many.threads_per_block, 256);  // 2048 vectors: 1024 per CTA, 256 threads of 4
+  EXPECT_EQ(many.vectors_per_thread, 4);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 64, false).split_ctas, 8);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 129, false).split_push);
+  const cuda::KernelShape longest = cuda::ChooseKernelShape(DType::kFloat32, 65536, 128, true);
+  EXPECT_TRUE(longest.split_push);
+  EXPECT_EQ(longest.split_ctas, 8);
+  EXPECT_EQ(longest.threads_per_block, 512);  // 16384 vectors: 2048 per CTA, 512 threads of 4
+  EXPECT_EQ(longest.vectors_per_thread, 4);
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 65536, 129, true).two_pass);
+  cuda::RmsNormOptions off;
+  off.split_push = cuda::RmsNormOptions::SplitPush::kOff;
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, true, off).split_push);
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kBFloat16, 65536, 1, true, off).two_pass);
+  cuda::RmsNormOptions tuned;  // another tuning override: no automatic push
+  tuned.split_ctas = 4;        // (the split-row kernel's C)
+  const cuda::KernelShape split = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, true, tuned);
+  EXPECT_FALSE(split.split_push);
+  EXPECT_EQ(split.split_ctas, 4);
+  cuda::RmsNormOptions on;
+  on.split_push = cuda::RmsNormOptions::SplitPush::kOn;
+  const cuda::KernelShape small = cuda::ChooseKernelShape(DType::kBFloat16, 1024, 1000, false, on);
+  EXPECT_TRUE(small.split_push);   // forced where the rule would not take it
+  EXPECT_EQ(small.split_ctas, 2);  // 1000 rows: C as the rule's
+  EXPECT_EQ(small.threads_per_block, 64);
+  on.split_ctas = 4;
+  on.threads_per_row = 64;  // bf16 H 7168: 224 vectors per CTA, 64 threads of 4
+  const cuda::KernelShape forced = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, false, on);
+  EXPECT_EQ(forced.split_ctas, 4);
+  EXPECT_EQ(forced.threads_per_block, 64);
+  EXPECT_EQ(forced.vectors_per_thread, 4);
+  on.threads_per_row = 32;  // fp32 H 65536 over 4: 4096 vectors per CTA would need 128 each
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 65536, 1, false, on).threads_per_row, 0);
+  on.threads_per_row = 0;
+  for (const int bad : {3, 16, -2}) {
+    on.split_ctas = bad;
+    EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, false, on).threads_per_row, 0)
+        << bad;
+  }
+  on.split_ctas = 8;  // bf16 H 8: one vector, fewer than the CTAs
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8, 1, false, on).threads_per_row, 0);
 }
 
 TEST(RmsNormCudaArguments, ShapesCoverTheRow) {
@@ -310,6 +391,14 @@ TEST(RmsNormCudaArguments, ShapesCoverTheRow) {
           continue;
         }
         const int64_t vec = 16 / static_cast<int64_t>(ItemSize(dtype));
+        if (s.split_push) {  // one row over C blocks of G threads of N vectors each
+          EXPECT_LE(rows, 128) << hidden;
+          EXPECT_GE(int64_t{s.split_ctas} * s.threads_per_row * s.vectors_per_thread * vec, hidden)
+              << hidden;
+          EXPECT_EQ(s.threads_per_block, s.threads_per_row);
+          EXPECT_EQ(s.threads_per_block % 32, 0);
+          continue;
+        }
         EXPECT_GE(int64_t{s.threads_per_row} * s.vectors_per_thread * vec, hidden) << hidden;
         EXPECT_LE(s.threads_per_block, s.reload ? 1024 : 512);
         if (s.split_ctas > 1) {  // C blocks of G threads, each holding the whole row

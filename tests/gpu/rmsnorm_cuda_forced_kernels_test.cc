@@ -1,7 +1,8 @@
 // Kernels forced by RmsNormOptions whatever the automatic choice would be, against the fp64
 // reference: the staged kernel (rows streamed through shared memory by the copy engine,
 // RmsNormStagedKernel; Staging::kOn), the lean two-pass kernel (LeanTwoPass::kOn), the reload
-// kernel (Reload::kOn), the cluster kernel (cluster_ctas) and the split-row kernel (split_ctas).
+// kernel (Reload::kOn), the cluster kernel (cluster_ctas), the split-row kernel (split_ctas) and
+// the push kernel (SplitPush::kOn).
 // Same tolerances, poisoning and guards as rmsnorm_cuda_test.cc. Each case first asserts that the
 // forced kernel is the one chosen, so a silent fallback to the register kernel would fail rather
 // than pass.
@@ -455,50 +456,19 @@ TEST(RmsNormCudaSplitRow, EverySizeAtFewRows) {
   }
 }
 
-// PROTOTYPE: the split-row kernel launched in clusters of C (RmsNormOptions::split_exchange 1:
-// the same kernel), every C x threads x residual x PDL at 3 and 16 rows.
-TEST(RmsNormCudaSplitRow, ClusterLaunchMatchesReference) {
-  NORMD_REQUIRE_DEVICE();
-  Random rng(ProcessSeed() ^ 0x5B15);
-  int turn = 0;
-  for (const DType dtype : kDTypes) {
-    for (const int64_t hidden : {int64_t{520}, int64_t{4096}, int64_t{7168}}) {
-      for (const int64_t rows : {int64_t{3}, int64_t{16}}) {
-        const Inputs inputs(dtype, hidden, rows, rng);
-        for (const int ctas : {2, 4, 8}) {
-          for (const int threads : {0, 128}) {
-            for (const bool residual : {false, true}) {
-              cuda::RmsNormOptions options = SplitRow(ctas);
-              options.split_exchange = 1;
-              options.threads_per_row = threads;
-              options.programmatic_dependent_launch = (turn++ % 3) == 1;
-              options.weight_before_dependency_wait = options.programmatic_dependent_launch;
-              const std::string what = std::string(DTypeName(dtype)) + " cluster-launched split " +
-                                       std::to_string(ctas) + "x" + std::to_string(threads) +
-                                       " H=" + std::to_string(hidden) +
-                                       " rows=" + std::to_string(rows) +
-                                       (residual ? " +residual" : "") +
-                                       (options.programmatic_dependent_launch ? " pdl" : "");
-              SCOPED_TRACE(what);
-              const cuda::KernelShape shape =
-                  cuda::ChooseKernelShape(dtype, hidden, rows, residual, options);
-              if (threads != 0 && shape.threads_per_row == 0) continue;  // 128 x 8 is too few
-              ASSERT_GT(shape.split_ctas, 1);
-              ASSERT_EQ(RunAndCheck(inputs, dtype, residual, false, 1.0f, options, rng, what), 0);
-            }
-          }
-        }
-      }
-    }
-  }
+cuda::RmsNormOptions Push(int ctas, int threads) {
+  cuda::RmsNormOptions options;
+  options.split_push = cuda::RmsNormOptions::SplitPush::kOn;
+  options.split_ctas = ctas;
+  options.threads_per_row = threads;
+  return options;
 }
 
-// PROTOTYPE: RmsNormSplitPushKernel (split_exchange 2: a row's C CTAs a cluster, each reading its
-// share only and pushing its partial sum into the others' shared memory), every C x threads x
-// residual x PDL at 3 and 16 rows, H up to 65536 (past the register kernels' 16384), in place in
-// every fourth case (each CTA reads and writes only its own share), weights of fp32 and of the
-// input's dtype in turn.
-TEST(RmsNormCudaSplitRow, PushMatchesReference) {
+// The push kernel (a row's C CTAs a cluster, each reading its share only and pushing its partial
+// sum into the others' shared memory), forced: every C x threads x residual x PDL at 3 and 16 rows,
+// H up to 65536 (past the register kernels' 16384), in place in every fourth case (each CTA reads
+// and writes only its own share), weights of fp32 and of the input's dtype in turn.
+TEST(RmsNormCudaSplitPush, MatchesReference) {
   NORMD_REQUIRE_DEVICE();
   Random rng(ProcessSeed() ^ 0x5B16);
   int turn = 0;
@@ -511,9 +481,7 @@ TEST(RmsNormCudaSplitRow, PushMatchesReference) {
         for (const int ctas : {2, 4, 8}) {
           for (const int threads : {0, 128}) {
             for (const bool residual : {false, true}) {
-              cuda::RmsNormOptions options = SplitRow(ctas);
-              options.split_exchange = 2;
-              options.threads_per_row = threads;
+              cuda::RmsNormOptions options = Push(ctas, threads);
               const int case_number = turn++;
               options.programmatic_dependent_launch = case_number % 3 == 1;
               options.weight_before_dependency_wait = options.programmatic_dependent_launch;
@@ -527,9 +495,10 @@ TEST(RmsNormCudaSplitRow, PushMatchesReference) {
                   (options.programmatic_dependent_launch ? " pdl" : "");
               SCOPED_TRACE(what);
               const cuda::KernelShape shape =
-                  cuda::ChooseSplitPushShape(dtype, hidden, rows, options);
-              // Shares over 8 vectors per thread (128 threads, or fp32 65536 over 2 CTAs): none.
-              if (shape.split_ctas == 1) continue;
+                  cuda::ChooseKernelShape(dtype, hidden, rows, residual, options);
+              // Shares over 8 vectors per thread (128 threads, or fp32 65536 over 2 CTAs): refused.
+              if (shape.threads_per_row == 0) continue;
+              ASSERT_TRUE(shape.split_push);
               ASSERT_EQ(shape.split_ctas, ctas);
               ++pushed;
               ASSERT_EQ(
@@ -580,6 +549,29 @@ TEST(RmsNormCudaSplitRow, FallsBackWhereItCannotRun) {
 // Shapes the staged kernel cannot take: no staged shape, and kOn still computes them (with the
 // register kernel); unaligned pointers fall back the same way (rmsnorm_cuda_test.cc's
 // MisalignedPointers runs under the automatic choice, this one under kOn).
+// Where the push kernel cannot run, a forced push still computes the right answer with the kernel
+// that would have run without it: off the vector path (4100 and 7170 16-bit elements are not a
+// whole number of 16-byte vectors), with the push's C and G forced too (128 threads
+// would be the split's CTA size or a row group the fallback may refuse). Batched launches (a
+// segment table) are covered by RmsNormCudaBatched with the automatic choice.
+TEST(RmsNormCudaSplitPush, FallsBackWhereItCannotRun) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x5B17);
+  for (const DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    for (const int64_t hidden : {int64_t{4100}, int64_t{7170}}) {
+      for (const int threads : {0, 128}) {
+        const cuda::RmsNormOptions options = Push(8, threads);
+        const std::string what = std::string(DTypeName(dtype)) +
+                                 " forced push H=" + std::to_string(hidden) +
+                                 " threads=" + std::to_string(threads);
+        SCOPED_TRACE(what);
+        const Inputs inputs(dtype, hidden, 5, rng);
+        ASSERT_EQ(RunAndCheck(inputs, dtype, true, false, 1.0f, options, rng, what), 0);
+      }
+    }
+  }
+}
+
 TEST(RmsNormCudaStaged, FallsBackWhereItCannotRun) {
   for (const int64_t hidden : {int64_t{3}, int64_t{111}, int64_t{20000}}) {
     EXPECT_EQ(
