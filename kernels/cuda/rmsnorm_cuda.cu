@@ -403,40 +403,37 @@ bool LaunchStagedIfChosen(DType dtype, const KernelParams& params, const RmsNorm
 // residual: whether any segment may carry a residual (always true for a device table).
 cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNormOptions& options,
                    cudaStream_t stream) {
-  KernelShape shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, options);
-  if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
-  if (shape.reload && !ReloadCanRun(dtype, params)) {
-    RmsNormOptions no_reload = options;  // the kernel that would have run without it
-    no_reload.reload = RmsNormOptions::Reload::kOff;
-    shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_reload);
-    if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
-  }
+  // The kernel the options choose; where this launch cannot run it, the one chosen with that
+  // kernel turned off, and so on (each turn switches one option off for good, so this ends). Every
+  // fallback starts from the previous one's options: starting from the caller's again could bring
+  // back a kernel already found unable to run (a push for a segment table after the split-row
+  // kernel's fallback did that: an illegal address in normd's batched launches, call push_c).
+  RmsNormOptions chosen = options;
+  KernelShape shape;
   int device = 0;
-  if (shape.split_push && (!ReloadCanRun(dtype, params) || !DeviceIsSm90OrNewer(&device))) {
-    RmsNormOptions no_push = options;  // the kernel that would have run without it
-    if (no_push.split_push == RmsNormOptions::SplitPush::kOn) {
-      no_push.split_ctas = 0;  // forced with the push, they were its C and G
-      no_push.threads_per_row = 0;
+  for (;;) {
+    shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, chosen);
+    if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
+    if (shape.split_push && !(ReloadCanRun(dtype, params) && DeviceIsSm90OrNewer(&device))) {
+      // A segment table, off the vector path, or no clusters (before sm_90).
+      if (chosen.split_push == RmsNormOptions::SplitPush::kOn) {
+        chosen.split_ctas = 0;  // forced with the push, they were its C and G
+        chosen.threads_per_row = 0;
+      }
+      chosen.split_push = RmsNormOptions::SplitPush::kOff;
+    } else if (shape.reload && !ReloadCanRun(dtype, params)) {
+      chosen.reload = RmsNormOptions::Reload::kOff;
+    } else if (shape.split_ctas > 1 && !shape.split_push && !SplitRowCanRun(dtype, params)) {
+      chosen.split_ctas = 1;
+      // A forced split's threads_per_row is the split kernel's CTA size, not a row group that the
+      // fallback could take (16-bit H 7168 in 128 threads needs 8 vectors each, which the
+      // register kernel refuses). The automatic split is never taken with threads_per_row set.
+      chosen.threads_per_row = 0;
+    } else if (shape.cluster_ctas > 1 && !DeviceIsSm90OrNewer(&device)) {
+      chosen.cluster_ctas = 1;  // no clusters before sm_90: the register kernel
+    } else {
+      break;
     }
-    no_push.split_push = RmsNormOptions::SplitPush::kOff;
-    shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_push);
-    if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
-  }
-  if (shape.split_ctas > 1 && !shape.split_push && !SplitRowCanRun(dtype, params)) {
-    RmsNormOptions no_split = options;  // the kernel that would have run without it
-    no_split.split_ctas = 1;
-    // A forced split's threads_per_row is the split kernel's CTA size, not a row group that the
-    // fallback could take (16-bit H 7168 in 128 threads needs 8 vectors each, which the register
-    // kernel refuses). The automatic split is never taken with threads_per_row set.
-    no_split.threads_per_row = 0;
-    shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_split);
-    if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
-  }
-  if (shape.cluster_ctas > 1 && !DeviceIsSm90OrNewer(&device)) {
-    RmsNormOptions no_cluster = options;  // no clusters before sm_90: the register kernel
-    no_cluster.cluster_ctas = 1;
-    shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, no_cluster);
-    if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
   }
   params.threads_per_row = shape.threads_per_row;
   params.rows_per_block = shape.rows_per_block;
