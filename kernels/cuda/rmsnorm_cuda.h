@@ -67,16 +67,19 @@ struct RmsNormOptions {
   // CTAs that share one row in the cluster kernel (RmsNormClusterKernel, sm_90): each loads,
   // normalizes and stores 1/C of the row, so a launch of few rows spreads its bytes over C times
   // as many multiprocessors. 0: automatic (H <= 16384, rows that move >= 96 KB with their outputs,
-  // launches of at most 128 CTAs: where it measured faster on the H200, docs/KERNELS.md "v7");
-  // 1: never; 2, 4 or 8: forced where the row fits C blocks of 512 threads (else refused with
-  // cudaErrorInvalidValue). On GPUs without clusters the register kernel runs.
+  // launches of at most 128 CTAs: where it measured faster on the H200, docs/KERNELS.md "v7";
+  // since v12 the push kernel below takes such single-segment launches, so the cluster kernel
+  // runs them for segment tables); 1: never; 2, 4 or 8: forced where the row fits C blocks of 512
+  // threads (else refused with cudaErrorInvalidValue). On GPUs without clusters the register
+  // kernel runs.
   int cluster_ctas = 0;
   // CTAs that share one row in the split-row kernel (RmsNormSplitRowKernel): each reads the whole
   // row to sum its squares but normalizes and stores only 1/C of it, with no communication
   // between them, so a launch of few rows spreads its stores and weight reads over C times as many
   // multiprocessors without the cluster kernel's barrier. 0: automatic (ChosenSplitShape in
   // kernel_shapes.cu: 1-16 rows of 10-128 KB, where it measured faster on the H200,
-  // docs/KERNELS.md "v11"); 1: never; 2..8: forced
+  // docs/KERNELS.md "v11"; since v12 only where the push kernel below does not take the launch:
+  // rows of 10-16 KB, and launches the push kernel cannot run); 1: never; 2..8: forced
   // (with threads_per_row as the CTA's threads, else the fewest vectors per thread that fit 512
   // threads; refused with cudaErrorInvalidValue where 512 threads of up to 8 vectors cannot hold
   // the row, or with cluster_ctas > 1 too). Single-segment launches on the vector path whose
