@@ -129,7 +129,8 @@ void (*ReloadKernelFor(const KernelShape& shape))(KernelParams) {
   }
 }
 
-// The reload kernel for a single segment on the vector path (Launch checks ReloadCanRun).
+// The reload kernel for a single segment on the vector path (Launch checks
+// SingleSegmentOnVectorPath).
 template <typename T>
 void (*ReloadKernelFor(const RmsNormSegment& seg, const KernelShape& shape))(KernelParams) {
   const bool residual = seg.residual != nullptr;
@@ -145,8 +146,9 @@ void (*ReloadKernelFor(const RmsNormSegment& seg, const KernelShape& shape))(Ker
                   : ReloadKernelFor<T, false, kEither>(shape);
 }
 
-// Whether the reload kernel can take this launch: one segment, on the vector path.
-bool ReloadCanRun(DType dtype, const KernelParams& params) {
+// Whether this launch is one segment on the vector path: what the reload and push kernels need
+// (and the split-row kernel, with more).
+bool SingleSegmentOnVectorPath(DType dtype, const KernelParams& params) {
   if (params.table != nullptr) return false;
   switch (dtype) {
     case DType::kFloat32:
@@ -203,7 +205,7 @@ bool Overlap(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
 // Whether the split-row kernel can take this launch: one segment, on the vector path, and no
 // output overlapping an input (its CTAs read the whole row while others store their shares).
 bool SplitRowCanRun(DType dtype, const KernelParams& params) {
-  if (!ReloadCanRun(dtype, params)) return false;  // the same first two conditions
+  if (!SingleSegmentOnVectorPath(dtype, params)) return false;
   const RmsNormSegment& s = params.single;
   const int64_t bytes = s.rows * params.hidden * static_cast<int64_t>(ItemSize(dtype));
   const void* written[] = {s.output, s.residual_out};
@@ -224,20 +226,18 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
                                  : internal::RmsNormClusterKernel<T, false>,
                         params, ctas, shape.threads_per_block, 0, pdl, stream, shape.cluster_ctas);
   }
-  if (shape.split_push) {  // a cluster of C CTAs per row
+  if (shape.split_ctas > 1) {  // C CTAs per row: the push kernel (as a cluster) or the split
     const int64_t ctas = params.total_rows * shape.split_ctas;
     if (ctas > INT_MAX) return cudaErrorInvalidValue;
     params.split_ctas = shape.split_ctas;
-    void (*push)(KernelParams) = residual ? SplitPushKernelFor<T, true>(shape.vectors_per_thread)
-                                          : SplitPushKernelFor<T, false>(shape.vectors_per_thread);
-    if (push == nullptr) return cudaErrorInvalidValue;
-    return LaunchKernel(push, params, ctas, shape.threads_per_block, 0, pdl, stream,
-                        shape.split_ctas);
-  }
-  if (shape.split_ctas > 1) {
-    const int64_t ctas = params.total_rows * shape.split_ctas;
-    if (ctas > INT_MAX) return cudaErrorInvalidValue;
-    params.split_ctas = shape.split_ctas;
+    if (shape.split_push) {
+      void (*push)(KernelParams) = residual
+                                       ? SplitPushKernelFor<T, true>(shape.vectors_per_thread)
+                                       : SplitPushKernelFor<T, false>(shape.vectors_per_thread);
+      if (push == nullptr) return cudaErrorInvalidValue;
+      return LaunchKernel(push, params, ctas, shape.threads_per_block, 0, pdl, stream,
+                          shape.split_ctas);
+    }
     void (*split)(KernelParams) = residual ? SplitRowKernelFor<T, true>(shape.vectors_per_thread)
                                            : SplitRowKernelFor<T, false>(shape.vectors_per_thread);
     if (split == nullptr) return cudaErrorInvalidValue;
@@ -414,14 +414,15 @@ cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNor
   for (;;) {
     shape = ChooseKernelShape(dtype, params.hidden, params.total_rows, residual, chosen);
     if (shape.threads_per_row == 0) return cudaErrorInvalidValue;
-    if (shape.split_push && !(ReloadCanRun(dtype, params) && DeviceIsSm90OrNewer(&device))) {
+    if (shape.split_push &&
+        !(SingleSegmentOnVectorPath(dtype, params) && DeviceIsSm90OrNewer(&device))) {
       // A segment table, off the vector path, or no clusters (before sm_90).
       if (chosen.split_push == RmsNormOptions::SplitPush::kOn) {
         chosen.split_ctas = 0;  // forced with the push, they were its C and G
         chosen.threads_per_row = 0;
       }
       chosen.split_push = RmsNormOptions::SplitPush::kOff;
-    } else if (shape.reload && !ReloadCanRun(dtype, params)) {
+    } else if (shape.reload && !SingleSegmentOnVectorPath(dtype, params)) {
       chosen.reload = RmsNormOptions::Reload::kOff;
     } else if (shape.split_ctas > 1 && !shape.split_push && !SplitRowCanRun(dtype, params)) {
       chosen.split_ctas = 1;
