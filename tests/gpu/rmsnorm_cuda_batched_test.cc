@@ -32,103 +32,111 @@ struct Request {
   DeviceBuffer dx, dy, dr, dro, dw;
 };
 
-// Segments differing in rows (one empty), eps, weight dtype, weight_offset, residual (one in
-// place), alignment (one segment on the element path while the others use vectors), all in one
-// launch. Twice: 1373 rows, and 14 rows, where the automatic choice for a single segment would be
-// the push kernel, which takes no table (the launcher must choose again without it).
+// One launch over segments of `row_counts` rows (one table) differing in eps, weight dtype,
+// weight_offset, residual (segment 4 in place), alignment (segment 2 on the element path while the
+// others use vectors), each checked against the reference.
+void CheckMixedSegments(DType dtype, int64_t hidden, const std::vector<int64_t>& row_counts,
+                        const cuda::RmsNormOptions& options, const std::string& label,
+                        Random& rng) {
+  const size_t item = ItemSize(dtype);
+  std::vector<Request> requests(row_counts.size());
+  std::vector<RmsNormSegment> table;
+  int64_t first_row = 0;
+  for (size_t k = 0; k < requests.size(); ++k) {
+    Request& q = requests[k];
+    q.rows = row_counts[k];
+    q.residual = k % 2 == 0;
+    q.in_place_residual = k == 4;
+    if (q.in_place_residual) q.residual = true;
+    q.misaligned = k == 2;
+    q.weight_dtype = (k % 3 == 1) ? DType::kFloat32 : dtype;
+    q.eps = k % 3 == 0 ? 1e-6f : (k % 3 == 1 ? 1e-5f : 1e-2f);
+    q.offset = k % 2 == 1 ? 1.0f : 0.0f;
+    const size_t count = static_cast<size_t>(q.rows * hidden);
+    const size_t bytes = count * item;
+    const size_t shift = q.misaligned ? item : 0;
+    q.x = RandomTensor(dtype, count, -2.0f, 2.0f, rng);
+    q.r = RandomTensor(dtype, count, -2.0f, 2.0f, rng);
+    q.w = RandomTensor(q.weight_dtype, static_cast<size_t>(hidden), -1.5f, 1.5f, rng);
+    q.dx = DeviceBuffer(bytes, shift);
+    q.dy = DeviceBuffer(bytes, shift);
+    q.dr = DeviceBuffer(bytes, shift);
+    q.dro = DeviceBuffer(bytes, shift);
+    q.dw = DeviceBuffer(q.w.size());
+    if (bytes > 0) {
+      q.dx.Upload(q.x.data(), bytes);
+      q.dr.Upload(q.r.data(), bytes);
+      q.dy.Fill(kPoisonByte);
+      q.dro.Fill(kPoisonByte);
+    }
+    q.dy.ArmGuards();
+    q.dro.ArmGuards();
+    q.dw.Upload(q.w.data(), q.w.size());
+    RmsNormSegment seg;
+    seg.input = q.dx.get();
+    seg.output = q.dy.get();
+    seg.residual = q.residual ? q.dr.get() : nullptr;
+    seg.residual_out = q.residual ? (q.in_place_residual ? q.dr.get() : q.dro.get()) : nullptr;
+    seg.weight = q.dw.get();
+    seg.weight_dtype = q.weight_dtype;
+    seg.first_row = first_row;
+    seg.rows = q.rows;
+    seg.eps = q.eps;
+    seg.weight_offset = q.offset;
+    table.push_back(seg);
+    first_row += q.rows;
+  }
+  DeviceBuffer dtable(table.size() * sizeof(RmsNormSegment));
+  dtable.Upload(table.data(), table.size() * sizeof(RmsNormSegment));
+  RmsNormLaunch launch;
+  launch.dtype = dtype;
+  launch.hidden = hidden;
+  launch.total_rows = first_row;
+  launch.segments = static_cast<const RmsNormSegment*>(dtable.get());
+  launch.num_segments = static_cast<int32_t>(table.size());
+  NORMD_CUDA_OK(cuda::RmsNormBatched(launch, nullptr, options));
+  NORMD_CUDA_OK(cudaDeviceSynchronize());
+  for (size_t k = 0; k < requests.size(); ++k) {
+    const Request& q = requests[k];
+    const std::string what = std::string(DTypeName(dtype)) + " H=" + std::to_string(hidden) +
+                             label + " segment " + std::to_string(k);
+    SCOPED_TRACE(what);
+    EXPECT_TRUE(q.dy.GuardsIntact());
+    EXPECT_TRUE(q.dro.GuardsIntact());
+    const size_t count = static_cast<size_t>(q.rows * hidden);
+    if (count == 0) continue;
+    HostBytes y(count * item), ro(count * item);
+    q.dy.Download(y.data(), y.size());
+    if (q.residual) (q.in_place_residual ? q.dr : q.dro).Download(ro.data(), ro.size());
+    EXPECT_EQ(CountPoisoned(dtype, y.data(), count), 0);
+    RmsNormSegment host = table[k];
+    host.input = q.x.data();
+    host.residual = q.residual ? q.r.data() : nullptr;
+    host.weight = q.w.data();
+    ASSERT_EQ(CheckRows(dtype, hidden, host, y.data(), q.residual ? ro.data() : nullptr,
+                        RowsToCheck(q.rows, hidden, rng), what),
+              0);
+  }
+}
+
+// Mixed segments (CheckMixedSegments) in one launch, every dtype and H: 1373 rows (one segment
+// empty), and 14 rows, where the automatic choice for a single segment would be the push kernel,
+// which takes no table (the launcher must choose again without it).
 TEST(RmsNormCudaBatched, MixedSegmentsInOneLaunch) {
   NORMD_REQUIRE_DEVICE();
   Random rng(ProcessSeed() ^ 0x6666);
+  const std::vector<int64_t> many_rows = {5, 0, 300, 1, 64, 1000, 3};
+  const std::vector<int64_t> few_rows = {5, 0, 3, 1, 2, 0, 3};
   for (const bool few : {false, true}) {
     for (const DType dtype : kDTypes) {
       for (const int64_t hidden : {111, 4096, 7168, 20000}) {
-        const size_t item = ItemSize(dtype);
-        const std::vector<int64_t> row_counts =
-            few ? std::vector<int64_t>{5, 0, 3, 1, 2, 0, 3}
-                : std::vector<int64_t>{5, 0, 300, 1, 64, 1000, 3};
-        std::vector<Request> requests(row_counts.size());
-        std::vector<RmsNormSegment> table;
-        int64_t first_row = 0;
-        for (size_t k = 0; k < requests.size(); ++k) {
-          Request& q = requests[k];
-          q.rows = row_counts[k];
-          q.residual = k % 2 == 0;
-          q.in_place_residual = k == 4;
-          if (q.in_place_residual) q.residual = true;
-          q.misaligned = k == 2;
-          q.weight_dtype = (k % 3 == 1) ? DType::kFloat32 : dtype;
-          q.eps = k % 3 == 0 ? 1e-6f : (k % 3 == 1 ? 1e-5f : 1e-2f);
-          q.offset = k % 2 == 1 ? 1.0f : 0.0f;
-          const size_t count = static_cast<size_t>(q.rows * hidden);
-          const size_t bytes = count * item;
-          const size_t shift = q.misaligned ? item : 0;
-          q.x = RandomTensor(dtype, count, -2.0f, 2.0f, rng);
-          q.r = RandomTensor(dtype, count, -2.0f, 2.0f, rng);
-          q.w = RandomTensor(q.weight_dtype, static_cast<size_t>(hidden), -1.5f, 1.5f, rng);
-          q.dx = DeviceBuffer(bytes, shift);
-          q.dy = DeviceBuffer(bytes, shift);
-          q.dr = DeviceBuffer(bytes, shift);
-          q.dro = DeviceBuffer(bytes, shift);
-          q.dw = DeviceBuffer(q.w.size());
-          if (bytes > 0) {
-            q.dx.Upload(q.x.data(), bytes);
-            q.dr.Upload(q.r.data(), bytes);
-            q.dy.Fill(kPoisonByte);
-            q.dro.Fill(kPoisonByte);
-          }
-          q.dy.ArmGuards();
-          q.dro.ArmGuards();
-          q.dw.Upload(q.w.data(), q.w.size());
-          RmsNormSegment seg;
-          seg.input = q.dx.get();
-          seg.output = q.dy.get();
-          seg.residual = q.residual ? q.dr.get() : nullptr;
-          seg.residual_out =
-              q.residual ? (q.in_place_residual ? q.dr.get() : q.dro.get()) : nullptr;
-          seg.weight = q.dw.get();
-          seg.weight_dtype = q.weight_dtype;
-          seg.first_row = first_row;
-          seg.rows = q.rows;
-          seg.eps = q.eps;
-          seg.weight_offset = q.offset;
-          table.push_back(seg);
-          first_row += q.rows;
-        }
-        DeviceBuffer dtable(table.size() * sizeof(RmsNormSegment));
-        dtable.Upload(table.data(), table.size() * sizeof(RmsNormSegment));
-        RmsNormLaunch launch;
-        launch.dtype = dtype;
-        launch.hidden = hidden;
-        launch.total_rows = first_row;
-        launch.segments = static_cast<const RmsNormSegment*>(dtable.get());
-        launch.num_segments = static_cast<int32_t>(table.size());
-        // The cluster kernel (rows split over 4 CTAs) forced at two H, so that it meets the table's
-        // mix too: the register and two-pass kernels at the others.
+        // The cluster kernel (rows split over 4 CTAs) forced at two H of the 1373 rows, so that
+        // it meets the table's mix too: the register and two-pass kernels at the others.
         cuda::RmsNormOptions options;
         if (!few && (hidden == 111 || hidden == 7168)) options.cluster_ctas = 4;
-        NORMD_CUDA_OK(cuda::RmsNormBatched(launch, nullptr, options));
-        NORMD_CUDA_OK(cudaDeviceSynchronize());
-        for (size_t k = 0; k < requests.size(); ++k) {
-          const Request& q = requests[k];
-          const std::string what = std::string(DTypeName(dtype)) + " H=" + std::to_string(hidden) +
-                                   (few ? " few rows" : "") + " segment " + std::to_string(k);
-          SCOPED_TRACE(what);
-          EXPECT_TRUE(q.dy.GuardsIntact());
-          EXPECT_TRUE(q.dro.GuardsIntact());
-          const size_t count = static_cast<size_t>(q.rows * hidden);
-          if (count == 0) continue;
-          HostBytes y(count * item), ro(count * item);
-          q.dy.Download(y.data(), y.size());
-          if (q.residual) (q.in_place_residual ? q.dr : q.dro).Download(ro.data(), ro.size());
-          EXPECT_EQ(CountPoisoned(dtype, y.data(), count), 0);
-          RmsNormSegment host = table[k];
-          host.input = q.x.data();
-          host.residual = q.residual ? q.r.data() : nullptr;
-          host.weight = q.w.data();
-          ASSERT_EQ(CheckRows(dtype, hidden, host, y.data(), q.residual ? ro.data() : nullptr,
-                              RowsToCheck(q.rows, hidden, rng), what),
-                    0);
-        }
+        CheckMixedSegments(dtype, hidden, few ? few_rows : many_rows, options,
+                           few ? " few rows" : "", rng);
+        if (HasFatalFailure()) return;
       }
     }
   }

@@ -546,9 +546,6 @@ TEST(RmsNormCudaSplitRow, FallsBackWhereItCannotRun) {
   }
 }
 
-// Shapes the staged kernel cannot take: no staged shape, and kOn still computes them (with the
-// register kernel); unaligned pointers fall back the same way (rmsnorm_cuda_test.cc's
-// MisalignedPointers runs under the automatic choice, this one under kOn).
 // Where the push kernel cannot run, a forced push still computes the right answer with the kernel
 // that would have run without it: off the vector path (4100 and 7170 16-bit elements are not a
 // whole number of 16-byte vectors), with the push's C and G forced too (128 threads
@@ -572,6 +569,9 @@ TEST(RmsNormCudaSplitPush, FallsBackWhereItCannotRun) {
   }
 }
 
+// Shapes the staged kernel cannot take: no staged shape, and kOn still computes them (with the
+// register kernel); unaligned pointers fall back the same way (rmsnorm_cuda_test.cc's
+// MisalignedPointers runs under the automatic choice, this one under kOn).
 TEST(RmsNormCudaStaged, FallsBackWhereItCannotRun) {
   for (const int64_t hidden : {int64_t{3}, int64_t{111}, int64_t{20000}}) {
     EXPECT_EQ(
