@@ -10,6 +10,7 @@
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
 #include "kernels/cuda/rmsnorm_reload_kernel.cuh"
+#include "kernels/cuda/rmsnorm_split_push_kernel.cuh"
 #include "kernels/cuda/rmsnorm_split_row_kernel.cuh"
 #include "kernels/cuda/rmsnorm_staged_kernel.cuh"
 #include "kernels/cuda/rmsnorm_two_pass_kernel.cuh"
@@ -379,7 +380,7 @@ KernelShape ChosenPushShape(DType dtype, int64_t hidden, int64_t vectors, int64_
   const int64_t automatic_ctas = hidden > kRegisterMaxHidden || rows <= kPushManyCtasRows ? 8 : 2;
   if (options.split_push == RmsNormOptions::SplitPush::kOn) {
     const int64_t ctas = options.split_ctas != 0 ? options.split_ctas : automatic_ctas;
-    if (ctas < 2 || ctas > internal::kMaxClusterCtas || (ctas & (ctas - 1)) != 0 ||
+    if (ctas < 2 || ctas > internal::kMaxPushCtas || (ctas & (ctas - 1)) != 0 ||
         options.cluster_ctas > 1 || vectors < ctas) {
       return KernelShape{};
     }

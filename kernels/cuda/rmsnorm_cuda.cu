@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include "kernels/cuda/host_helpers.h"
 #include "kernels/cuda/rmsnorm_cluster_kernel.cuh"
@@ -68,6 +71,23 @@ cudaError_t LaunchKernel(void (*kernel)(KernelParams), const KernelParams& param
   config.attrs = count > 0 ? attributes : nullptr;
   config.numAttrs = count;
   return cudaLaunchKernelEx(&config, kernel, params);
+}
+
+// Lets `kernel` launch in clusters of more than 8 CTAs (the portable size) on the current device.
+// The attribute is set once per kernel and device and remembered: it is not a stream operation,
+// but keeping it out of every launch keeps it out of stream captures after the first.
+cudaError_t AllowNonPortableClusters(void (*kernel)(KernelParams)) {
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  static std::mutex mutex;
+  static std::set<std::pair<int, const void*>> allowed;
+  const std::pair<int, const void*> key(device, reinterpret_cast<const void*>(kernel));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (allowed.count(key) != 0) return cudaSuccess;
+  const cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (e == cudaSuccess) allowed.insert(key);
+  return e;
 }
 
 // Whether the current device runs thread block clusters and the copy engine's bulk copies (sm_90);
@@ -235,6 +255,9 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
                                        ? SplitPushKernelFor<T, true>(shape.vectors_per_thread)
                                        : SplitPushKernelFor<T, false>(shape.vectors_per_thread);
       if (push == nullptr) return cudaErrorInvalidValue;
+      if (shape.split_ctas > internal::kMaxClusterCtas) {
+        if (const cudaError_t e = AllowNonPortableClusters(push); e != cudaSuccess) return e;
+      }
       return LaunchKernel(push, params, ctas, shape.threads_per_block, 0, pdl, stream,
                           shape.split_ctas);
     }

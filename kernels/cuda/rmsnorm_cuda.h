@@ -92,7 +92,7 @@ struct RmsNormOptions {
   // the whole row as the split-row kernel's do. kAuto takes it for single-segment launches of up
   // to 128 rows that move more than 16 KB per row (more from 33 rows on) and for every H > 16384
   // at up to 128 rows, where it measured faster on the H200 (ChosenPushShape in kernel_shapes.cu,
-  // docs/KERNELS.md "v12"); kOn forces it, with split_ctas as C (2, 4 or 8; 0: as kAuto would)
+  // docs/KERNELS.md "v12"); kOn forces it, with split_ctas as C (2, 4, 8 or 16; 0: as kAuto would)
   // and threads_per_row as the CTA's threads (0: one vector each, up to 256 threads); kOff never.
   // Launches it cannot take (a segment table, off the vector path, GPUs before sm_90) get the
   // kernel that would have run without it (and, with kOn, without split_ctas and threads_per_row,

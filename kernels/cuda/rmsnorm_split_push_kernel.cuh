@@ -25,7 +25,7 @@
 //
 // Layout: G threads; thread t holds the share's vectors first + t + k*G for k < kN (G*kN covering
 // the share). Preconditions (checked by the launcher): sm_90, launched with cluster dimension C ==
-// p.split_ctas (2, 4 or 8) in x, gridDim.x == rows * C, blockDim.x == G a multiple of 32 with
+// p.split_ctas (2, 4, 8 or 16) in x, gridDim.x == rows * C, blockDim.x == G a multiple of 32 with
 // G * kN covering the share, one segment passed by value, vector path.
 #ifndef NORMD_KERNELS_CUDA_RMSNORM_SPLIT_PUSH_KERNEL_CUH_
 #define NORMD_KERNELS_CUDA_RMSNORM_SPLIT_PUSH_KERNEL_CUH_
@@ -38,6 +38,11 @@
 #include "kernels/cuda/vec_io.cuh"
 
 namespace normd::cuda::internal {
+
+// The most CTAs per row: clusters past 8 (kMaxClusterCtas, the portable size) are allowed on the
+// H100/H200 once the kernel opts in (cudaFuncAttributeNonPortableClusterSizeAllowed, set by the
+// launcher), and 16 halves again the bytes each CTA moves for few long rows.
+inline constexpr int kMaxPushCtas = 16;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // The cluster barrier's arrive without release semantics: enough after fence.mbarrier_init, which
@@ -90,7 +95,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
   constexpr int kWV = kWeightVecs<T, WeightKind::kEither>;
   constexpr int kR = kResidual ? kN : 1;
   __shared__ float warp_sums[kMaxBlockThreads / 32];
-  __shared__ float partials[kMaxClusterCtas];  // slot c: CTA c's partial sum
+  __shared__ float partials[kMaxPushCtas];     // slot c: CTA c's partial sum
   __shared__ alignas(8) uint64_t partials_in;  // counts the C partials' bytes
 
   const int ctas = p.split_ctas;

@@ -369,11 +369,13 @@ TEST(RmsNormCudaArguments, PushChoice) {
   on.threads_per_row = 32;  // fp32 H 65536 over 4: 4096 vectors per CTA would need 128 each
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 65536, 1, false, on).threads_per_row, 0);
   on.threads_per_row = 0;
-  for (const int bad : {3, 16, -2}) {
+  for (const int bad : {3, 32, -2}) {
     on.split_ctas = bad;
     EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1, false, on).threads_per_row, 0)
         << bad;
   }
+  on.split_ctas = 16;  // a non-portable cluster size, opted into by the launcher
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 8, true, on).threads_per_block, 64);
   on.split_ctas = 8;  // bf16 H 8: one vector, fewer than the CTAs
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8, 1, false, on).threads_per_row, 0);
 }

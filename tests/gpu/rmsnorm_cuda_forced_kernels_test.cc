@@ -465,9 +465,10 @@ cuda::RmsNormOptions Push(int ctas, int threads) {
 }
 
 // The push kernel (a row's C CTAs a cluster, each reading its share only and pushing its partial
-// sum into the others' shared memory), forced: every C x threads x residual x PDL at 3 and 16 rows,
-// H up to 65536 (past the register kernels' 16384), in place in every fourth case (each CTA reads
-// and writes only its own share), weights of fp32 and of the input's dtype in turn.
+// sum into the others' shared memory), forced: every C (16: a non-portable cluster size) x threads
+// x residual x PDL at 3 and 16 rows, H up to 65536 (past the register kernels' 16384), in place in
+// every fourth case (each CTA reads and writes only its own share), weights of fp32 and of the
+// input's dtype in turn.
 TEST(RmsNormCudaSplitPush, MatchesReference) {
   NORMD_REQUIRE_DEVICE();
   Random rng(ProcessSeed() ^ 0x5B16);
@@ -478,7 +479,7 @@ TEST(RmsNormCudaSplitPush, MatchesReference) {
          {int64_t{520}, int64_t{4096}, int64_t{7168}, int64_t{16384}, int64_t{65536}}) {
       for (const int64_t rows : {int64_t{3}, int64_t{16}}) {
         const Inputs inputs(dtype, hidden, rows, rng);
-        for (const int ctas : {2, 4, 8}) {
+        for (const int ctas : {2, 4, 8, 16}) {
           for (const int threads : {0, 128}) {
             for (const bool residual : {false, true}) {
               cuda::RmsNormOptions options = Push(ctas, threads);
@@ -510,7 +511,7 @@ TEST(RmsNormCudaSplitPush, MatchesReference) {
       }
     }
   }
-  EXPECT_EQ(pushed, 324);  // the 360 cases above, less the 36 whose share is too large
+  EXPECT_EQ(pushed, 444);  // the 480 cases above, less the 36 whose share is too large
 }
 
 // Where the split-row kernel must not run, a forced split still computes the right answer with the
