@@ -30,6 +30,9 @@ pack
 timeout 200 normd_kernel_bench --csv --dtypes bf16,fp32 --rows 1,4,8,16 \
   --hidden 4096,7168,16384,65536 --modes plain,fused --push on --split 8,16 > "$R/grid_on.csv" 2>&1
 echo "grid on rc=$?"; wc -l "$R/grid_on.csv"
+timeout 100 normd_kernel_bench --csv --dtypes bf16,fp32 --rows 1,4,8,16 \
+  --hidden 4096,7168,16384,65536 --modes plain,fused --push auto > "$R/grid_auto.csv" 2>&1
+echo "grid auto rc=$?"; wc -l "$R/grid_auto.csv"
 pack
 timeout 60 normd_kernel_bench --csv --dtypes bf16 --rows 1024 --hidden 4096 --modes plain,fused \
   --push on --split 2,4 > "$R/r1024_on.csv" 2>&1
