@@ -150,6 +150,11 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     RowVecValues<T, kResidual>(xraw[k], rraw[kResidual ? k : 0], h);
 #pragma unroll
     for (int v = 0; v < kV; ++v) sum_squares = fmaf(h[v], h[v], sum_squares);
+    // round(h) needs no scale: stored now, its drain overlaps the exchange below. Each thread
+    // stores only the vectors it has already read, so in place stays safe.
+    if constexpr (kResidual) {
+      if (vec(k) < end) StoreVec(seg.residual_out, base + vec(k), PackVec<T>(h));
+    }
   }
   const float partial = BlockSumInWarp0(sum_squares, G, warp_sums);  // all of warp 0 has it
   ClusterWait();  // every peer's mbarrier is initialized
@@ -170,7 +175,6 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 #pragma unroll
     for (int v = 0; v < kV; ++v) y[v] = h[v] * inv_rms * (seg.weight_offset + w[v]);
     StoreVec(seg.output, base + vec(k), PackVec<T>(y));
-    if constexpr (kResidual) StoreVec(seg.residual_out, base + vec(k), PackVec<T>(h));
   }
 #endif
 }
