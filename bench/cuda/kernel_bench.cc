@@ -27,7 +27,7 @@
 // which kernel ran: GxN for the register kernel, "reload GxN" for the reload kernel,
 // "staged GxN Rr Ss" for the staged one, "cluster CxG" for C CTAs of G threads per row, "split
 // CxGxN" for the split-row kernel's C CTAs of G threads of N vectors per row, "push CxGxN" for the
-// push kernel's (N vectors of the CTA's share).
+// push kernel's (N vectors of the CTA's share; "per warp" where each warp pushes its sum).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -426,8 +426,9 @@ int main(int argc, char** argv) {
             const std::string tag = (sweep && o.vectors_per_thread != 0) ? "*" : "";
             char kernel[64];
             if (shape.split_push) {
-              std::snprintf(kernel, sizeof kernel, "push %dx%dx%d", shape.split_ctas,
-                            shape.threads_per_block, shape.vectors_per_thread);
+              std::snprintf(kernel, sizeof kernel, "push %dx%dx%d%s", shape.split_ctas,
+                            shape.threads_per_block, shape.vectors_per_thread,
+                            shape.push_per_warp ? " per warp" : "");
             } else if (staged.rows_per_tile != 0) {
               std::snprintf(kernel, sizeof kernel, "staged %dx%d R%d S%d", staged.threads_per_row,
                             staged.vectors_per_thread, staged.rows_per_tile, staged.stages);

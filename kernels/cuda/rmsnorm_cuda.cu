@@ -250,6 +250,7 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
     const int64_t ctas = params.total_rows * shape.split_ctas;
     if (ctas > INT_MAX) return cudaErrorInvalidValue;
     params.split_ctas = shape.split_ctas;
+    params.push_per_warp = shape.push_per_warp ? 1 : 0;
     if (shape.split_push) {
       void (*push)(KernelParams) = residual
                                        ? SplitPushKernelFor<T, true>(shape.vectors_per_thread)

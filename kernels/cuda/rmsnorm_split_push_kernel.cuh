@@ -94,13 +94,20 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
   constexpr int kV = kVecElems<T>;
   constexpr int kWV = kWeightVecs<T, WeightKind::kEither>;
   constexpr int kR = kResidual ? kN : 1;
-  __shared__ float warp_sums[kMaxBlockThreads / 32];
-  __shared__ float partials[kMaxPushCtas];     // slot c: CTA c's partial sum
-  __shared__ alignas(8) uint64_t partials_in;  // counts the C partials' bytes
+  constexpr int kMaxWarps = kMaxBlockThreads / 32;
+  __shared__ float warp_sums[kMaxWarps];
+  // Slot c * S + s: sender s of CTA c, where a CTA's S senders are its warps
+  // (p.push_per_warp) or warp 0 alone.
+  __shared__ float partials[kMaxPushCtas * kMaxWarps];
+  __shared__ alignas(8) uint64_t partials_in;  // counts the C * S partials' bytes
 
   const int ctas = p.split_ctas;
   const int G = static_cast<int>(blockDim.x);
   const int t = static_cast<int>(threadIdx.x);
+  const int warp = t / 32;
+  const int lane = t % 32;
+  const bool per_warp = p.push_per_warp != 0;
+  const int senders = per_warp ? G / 32 : 1;
   const int share = ClusterCtaRank();
   const int64_t row = blockIdx.x / static_cast<unsigned>(ctas);
   const RmsNormSegment& seg = p.single;
@@ -112,7 +119,8 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 
   if (t == 0) {
     BarrierInit(&partials_in);
-    BarrierArriveExpectingBytes(&partials_in, static_cast<uint32_t>(ctas * sizeof(float)));
+    BarrierArriveExpectingBytes(&partials_in,
+                                static_cast<uint32_t>(ctas * senders * sizeof(float)));
     FenceBarrierInit();
   }
   ClusterArriveRelaxed();
@@ -156,12 +164,25 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
       if (vec(k) < end) StoreVec(seg.residual_out, base + vec(k), PackVec<T>(h));
     }
   }
-  const float partial = BlockSumInWarp0(sum_squares, G, warp_sums);  // all of warp 0 has it
+  // Per warp: each warp pushes its own sum, with no block barrier and no second reduction before
+  // the exchange, and every warp adds the C * W slots (lane i the slots i, i + 32, ..., then the
+  // butterfly). Else warp 0 pushes the block's sum and every thread adds the C slots in order.
+  // Either way every thread of every CTA adds the same values in the same order, so the C CTAs of
+  // a row compute the same scale, bit for bit.
+  const float partial = per_warp ? WarpSum(sum_squares)                         // every lane has it
+                                 : BlockSumInWarp0(sum_squares, G, warp_sums);  // warp 0 has it
   ClusterWait();  // every peer's mbarrier is initialized
-  if (t < ctas) PushToClusterShared(&partials[share], &partials_in, t, partial);
+  if (lane < ctas && (per_warp || warp == 0)) {
+    PushToClusterShared(&partials[share * senders + warp], &partials_in, lane, partial);
+  }
   ClusterBarrierWaitPhase0(&partials_in);
   float total = 0.0f;
-  for (int c = 0; c < ctas; ++c) total += partials[c];
+  if (per_warp) {
+    for (int i = lane; i < ctas * senders; i += 32) total += partials[i];
+    total = WarpSum(total);
+  } else {
+    for (int c = 0; c < ctas; ++c) total += partials[c];
+  }
 
   const float inv_rms = 1.0f / sqrtf(total / static_cast<float>(p.hidden) + seg.eps);
 #pragma unroll

@@ -326,6 +326,7 @@ TEST(RmsNormCudaArguments, PushChoice) {
   EXPECT_EQ(one.split_ctas, 8);
   EXPECT_EQ(one.threads_per_block, 128);  // 896 vectors: 112 per CTA
   EXPECT_EQ(one.vectors_per_thread, 1);
+  EXPECT_TRUE(one.push_per_warp);  // 4 warps, 1 row
   EXPECT_EQ(one.cluster_ctas, 1);
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kBFloat16, 5120, 32, false).split_push);    // 20 KB
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 8, false).split_push);    // 16 KB
@@ -337,6 +338,11 @@ TEST(RmsNormCudaArguments, PushChoice) {
   EXPECT_EQ(many.split_ctas, 2);
   EXPECT_EQ(many.threads_per_block, 256);  // 2048 vectors: 1024 per CTA, 256 threads of 4
   EXPECT_EQ(many.vectors_per_thread, 4);
+  EXPECT_FALSE(many.push_per_warp);  // 8 warps
+  const cuda::KernelShape rows64 = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 64, true);
+  EXPECT_TRUE(rows64.split_push);
+  EXPECT_EQ(rows64.threads_per_block, 128);
+  EXPECT_FALSE(rows64.push_per_warp);  // past 32 rows
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 64, false).split_ctas, 8);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 129, false).split_push);
   const cuda::KernelShape longest = cuda::ChooseKernelShape(DType::kFloat32, 65536, 128, true);
