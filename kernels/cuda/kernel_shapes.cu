@@ -75,11 +75,11 @@ constexpr int64_t kPushMinBytesPlain = 64 << 10;
 constexpr int64_t kPushMaxRows = 128;
 constexpr int64_t kPushManyCtasRows = 64;  // past this, C = 2 for H <= kRegisterMaxHidden
 constexpr int64_t kPushThreads = 256;
-// Blocks of up to kPushPerWarpMaxThreads threads in launches of up to kPushFewRows rows push each
-// warp's sum (KernelShape::push_per_warp): no block barrier before the exchange, 0.91-0.98 of the
-// time of pushing the block's sum at 1-16 rows of 4096 and 7168 (call warps, G of 64 and 128).
-// Not for bigger blocks (8 or 16 warps: C * W pushes per CTA, up to 1.3x the time) nor from 64
-// rows on (1.01-1.02x).
+// Blocks of up to kPushPerWarpMaxThreads threads of one vector each, in launches of up to
+// kPushFewRows rows, push each warp's sum (KernelShape::push_per_warp): no block barrier before the
+// exchange, 0.91-0.98 of the time of pushing the block's sum at 1-16 rows of 4096 and 7168 (call
+// warps, G of 64 and 128). Not for bigger blocks (8 or 16 warps: C * W pushes per CTA, up to 1.3x
+// the time) nor from 64 rows on (1.01-1.02x).
 constexpr int64_t kPushPerWarpMaxThreads = 128;
 
 // Shared memory the staged kernel's stages may take per block (sm_90 allows 227 KB): enough for
@@ -369,7 +369,7 @@ KernelShape PushShape(int64_t vectors, int64_t ctas, int64_t threads, int64_t ro
   if (n > internal::kMaxSplitVectors) return shape;
   shape.split_ctas = static_cast<int>(ctas);
   shape.split_push = true;
-  shape.push_per_warp = g <= kPushPerWarpMaxThreads && rows <= kPushFewRows;
+  shape.push_per_warp = n == 1 && g <= kPushPerWarpMaxThreads && rows <= kPushFewRows;
   shape.threads_per_row = static_cast<int>(g);
   shape.vectors_per_thread = static_cast<int>(n);
   shape.rows_per_block = 1;

@@ -197,9 +197,14 @@ void (*SplitRowKernelFor(int vectors_per_thread))(KernelParams) {
   }
 }
 
+// Per-warp pushes are built for one vector per thread only (KernelShape::push_per_warp).
 template <typename T, bool kResidual>
-void (*SplitPushKernelFor(int vectors_per_thread))(KernelParams) {
-  switch (vectors_per_thread) {
+void (*SplitPushKernelFor(const KernelShape& shape))(KernelParams) {
+  if (shape.push_per_warp) {
+    return shape.vectors_per_thread == 1 ? internal::RmsNormSplitPushKernel<T, 1, kResidual, true>
+                                         : nullptr;
+  }
+  switch (shape.vectors_per_thread) {
     case 1:
       return internal::RmsNormSplitPushKernel<T, 1, kResidual>;
     case 2:
@@ -250,11 +255,9 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
     const int64_t ctas = params.total_rows * shape.split_ctas;
     if (ctas > INT_MAX) return cudaErrorInvalidValue;
     params.split_ctas = shape.split_ctas;
-    params.push_per_warp = shape.push_per_warp ? 1 : 0;
     if (shape.split_push) {
-      void (*push)(KernelParams) = residual
-                                       ? SplitPushKernelFor<T, true>(shape.vectors_per_thread)
-                                       : SplitPushKernelFor<T, false>(shape.vectors_per_thread);
+      void (*push)(KernelParams) =
+          residual ? SplitPushKernelFor<T, true>(shape) : SplitPushKernelFor<T, false>(shape);
       if (push == nullptr) return cudaErrorInvalidValue;
       if (shape.split_ctas > internal::kMaxClusterCtas) {
         if (const cudaError_t e = AllowNonPortableClusters(push); e != cudaSuccess) return e;

@@ -127,7 +127,7 @@ struct KernelShape {
   bool split_push = false;     // split_ctas > 1 only: the push kernel (RmsNormOptions::split_push):
                                // each thread holding vectors_per_thread of its CTA's share
   bool push_per_warp = false;  // split_push only: each warp pushes its own partial sum (else the
-                               // CTA's, after a block reduction); see kPushPerWarpMaxThreads
+                               // CTA's, after a block reduction); kernel_shapes.cu says where
   int threads_per_row = 0;     // G (the cluster kernel: all C CTAs' threads)
   int vectors_per_thread = 0;  // register path only
   bool reload = false;         // the reload kernel (RmsNormOptions::Reload)

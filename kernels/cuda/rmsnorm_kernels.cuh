@@ -41,8 +41,7 @@ struct KernelParams {
   // RmsNormRowKernel with late weights, single segment, vector path: copy the row's weight into
   // dynamic shared memory at the start (see RmsNormOptions::weights_through_shared).
   int32_t shared_weights;
-  int32_t split_ctas;     // RmsNormSplitRowKernel and RmsNormSplitPushKernel: CTAs per row (C)
-  int32_t push_per_warp;  // RmsNormSplitPushKernel only: KernelShape::push_per_warp
+  int32_t split_ctas;  // RmsNormSplitRowKernel and RmsNormSplitPushKernel: CTAs per row (C)
 };
 
 // Finds the segment and the segment-local row of launch row `row`. False for rows past the end or

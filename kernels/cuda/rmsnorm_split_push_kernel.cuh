@@ -87,7 +87,10 @@ __device__ __forceinline__ void ClusterBarrierWaitPhase0(uint64_t* barrier) {
 }
 #endif
 
-template <typename T, int kN, bool kResidual>
+// kPerWarp: each warp pushes its own sum (KernelShape::push_per_warp), else the CTA's. A template
+// flag rather than a run-time one: with both ways in one kernel, ptxas gave the CTA's way up to 12
+// more registers and it ran up to 1.35x slower (call perwarp).
+template <typename T, int kN, bool kResidual, bool kPerWarp = false>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     RmsNormSplitPushKernel(const __grid_constant__ KernelParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -95,19 +98,15 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
   constexpr int kWV = kWeightVecs<T, WeightKind::kEither>;
   constexpr int kR = kResidual ? kN : 1;
   constexpr int kMaxWarps = kMaxBlockThreads / 32;
-  __shared__ float warp_sums[kMaxWarps];
-  // Slot c * S + s: sender s of CTA c, where a CTA's S senders are its warps
-  // (p.push_per_warp) or warp 0 alone.
-  __shared__ float partials[kMaxPushCtas * kMaxWarps];
+  __shared__ float warp_sums[kPerWarp ? 1 : kMaxWarps];
+  // Slot c * S + s: sender s of CTA c, where a CTA's S senders are its warps (kPerWarp) or warp 0.
+  __shared__ float partials[kMaxPushCtas * (kPerWarp ? kMaxWarps : 1)];
   __shared__ alignas(8) uint64_t partials_in;  // counts the C * S partials' bytes
 
   const int ctas = p.split_ctas;
   const int G = static_cast<int>(blockDim.x);
   const int t = static_cast<int>(threadIdx.x);
-  const int warp = t / 32;
-  const int lane = t % 32;
-  const bool per_warp = p.push_per_warp != 0;
-  const int senders = per_warp ? G / 32 : 1;
+  const int senders = kPerWarp ? G / 32 : 1;
   const int share = ClusterCtaRank();
   const int64_t row = blockIdx.x / static_cast<unsigned>(ctas);
   const RmsNormSegment& seg = p.single;
@@ -169,18 +168,22 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
   // butterfly). Else warp 0 pushes the block's sum and every thread adds the C slots in order.
   // Either way every thread of every CTA adds the same values in the same order, so the C CTAs of
   // a row compute the same scale, bit for bit.
-  const float partial = per_warp ? WarpSum(sum_squares)                         // every lane has it
-                                 : BlockSumInWarp0(sum_squares, G, warp_sums);  // warp 0 has it
-  ClusterWait();  // every peer's mbarrier is initialized
-  if (lane < ctas && (per_warp || warp == 0)) {
-    PushToClusterShared(&partials[share * senders + warp], &partials_in, lane, partial);
-  }
-  ClusterBarrierWaitPhase0(&partials_in);
   float total = 0.0f;
-  if (per_warp) {
+  if constexpr (kPerWarp) {
+    const int lane = t % 32;
+    const float partial = WarpSum(sum_squares);  // every lane has it
+    ClusterWait();                               // every peer's mbarrier is initialized
+    if (lane < ctas) {
+      PushToClusterShared(&partials[share * senders + t / 32], &partials_in, lane, partial);
+    }
+    ClusterBarrierWaitPhase0(&partials_in);
     for (int i = lane; i < ctas * senders; i += 32) total += partials[i];
     total = WarpSum(total);
   } else {
+    const float partial = BlockSumInWarp0(sum_squares, G, warp_sums);  // all of warp 0 has it
+    ClusterWait();  // every peer's mbarrier is initialized
+    if (t < ctas) PushToClusterShared(&partials[share], &partials_in, t, partial);
+    ClusterBarrierWaitPhase0(&partials_in);
     for (int c = 0; c < ctas; ++c) total += partials[c];
   }
 
