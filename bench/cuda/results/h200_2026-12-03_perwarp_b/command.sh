@@ -5,7 +5,7 @@
 # library B (every block's warps push, a run-time count), H = f2d90a8 (per warp for one vector per
 # thread in up to 128 threads at up to 32 rows, else A's code). A and W run normd_kernel_bench_a,
 # built against their header; H its own. Then where the push starts to win under H (forced on
-# against off, rows 1-32 of H 1024-4096).
+# against off, rows 1-32 of H 1024-4096), and clusters of 16 against 8 for few rows of H >= 16384.
 source .gpu/env.sh
 R=$OUT/r; mkdir -p "$R"
 pack() { tar -C "$OUT" -czf "$OUT/perwarp_b.tgz" r; }
@@ -36,5 +36,11 @@ for round in 1 2 3; do
   timeout 60 normd_kernel_bench --csv --dtypes bf16,fp32 --rows 1,4,8,16,32 \
     --hidden 1024,2048,3000,4096 --modes plain,fused --push on,off > "$R/small_h$round.csv" 2>&1
   echo "small h $round rc=$?"
+done
+pack
+for round in 1 2 3; do
+  timeout 60 normd_kernel_bench --csv --dtypes bf16,fp32 --rows 1,2,4,8,16 \
+    --hidden 16384,32768,65536 --modes plain,fused --push on --split 8,16 > "$R/c16_$round.csv" 2>&1
+  echo "c16 $round rc=$?"
 done
 pack && rm -rf "$R"
