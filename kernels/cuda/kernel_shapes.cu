@@ -68,18 +68,28 @@ constexpr int64_t kSplitThreads = 256;
 // H <= 16384 (there C = 8 took up to 1.5x the time of C = 2). G: one 16-byte vector per thread up
 // to 256 threads (the fastest of 32-256 threads at the issue's small-batch shapes, call push_b),
 // then up to 4 vectors, then 512 threads.
+// Since v13 (docs/KERNELS.md "v13"; call perwarp_b): up to kPushVeryFewRows rows, rows of
+// kPushVeryFewRowsMinBytes or more too (with per-warp pushes, forced on against off: 0.92-0.97 at
+// 12-16 KB, 16-bit plain H 3000 and 4096, bf16 fused H 2048, fp32 plain H 2048; fp32 fused H 1024
+// 0.99-1.00; 8 KB rows lost 1-12%; none was measured between 8 and 12 KB). C = 16 for up to
+// kPushWideRows rows of kPushWideMinBytes or more from H 16384 (0.78-1.00 of C = 8's time at all 33
+// such shapes of H 16384-65536; 64 KB rows lost 3%; from 8 rows C = 16 lost at 15 of 22 shapes).
 constexpr int64_t kPushFewRows = 32;
 constexpr int64_t kPushFewRowsMinBytes = 16 << 10;  // exclusive
+constexpr int64_t kPushVeryFewRows = 16;
+constexpr int64_t kPushVeryFewRowsMinBytes = 10 << 10;
+constexpr int64_t kPushWideRows = 4;
+constexpr int64_t kPushWideMinBytes = 128 << 10;
 constexpr int64_t kPushMinBytesWithResidual = 32 << 10;
 constexpr int64_t kPushMinBytesPlain = 64 << 10;
 constexpr int64_t kPushMaxRows = 128;
 constexpr int64_t kPushManyCtasRows = 64;  // past this, C = 2 for H <= kRegisterMaxHidden
 constexpr int64_t kPushThreads = 256;
 // Blocks of up to kPushPerWarpMaxThreads threads of one vector each, in launches of up to
-// kPushFewRows rows, push each warp's sum (KernelShape::push_per_warp): no block barrier before the
-// exchange, 0.91-0.98 of the time of pushing the block's sum at 1-16 rows of 4096 and 7168 (call
-// warps, G of 64 and 128). Not for bigger blocks (8 or 16 warps: C * W pushes per CTA, up to 1.3x
-// the time) nor from 64 rows on (1.01-1.02x).
+// kPushVeryFewRows rows, push each warp's sum (KernelShape::push_per_warp): no block barrier before
+// the exchange, 0.92-0.98 of the time of pushing the block's sum at 1-16 rows of 4096 and 7168
+// (call perwarp_b, G of 64 and 128). Not for bigger blocks (8 or 16 warps: C * W pushes per CTA,
+// up to 1.3x the time, call warps) nor from 32 rows on (0.96-1.06x).
 constexpr int64_t kPushPerWarpMaxThreads = 128;
 
 // Shared memory the staged kernel's stages may take per block (sm_90 allows 227 KB): enough for
@@ -369,7 +379,7 @@ KernelShape PushShape(int64_t vectors, int64_t ctas, int64_t threads, int64_t ro
   if (n > internal::kMaxSplitVectors) return shape;
   shape.split_ctas = static_cast<int>(ctas);
   shape.split_push = true;
-  shape.push_per_warp = n == 1 && g <= kPushPerWarpMaxThreads && rows <= kPushFewRows;
+  shape.push_per_warp = n == 1 && g <= kPushPerWarpMaxThreads && rows <= kPushVeryFewRows;
   shape.threads_per_row = static_cast<int>(g);
   shape.vectors_per_thread = static_cast<int>(n);
   shape.rows_per_block = 1;
@@ -396,11 +406,15 @@ KernelShape ChosenPushShape(DType dtype, int64_t hidden, int64_t vectors, int64_
   if (overridden || rows > kPushMaxRows) return none;
   const int64_t row_bytes = (residual ? 4 : 2) * hidden * static_cast<int64_t>(ItemSize(dtype));
   const bool wins = hidden > kRegisterMaxHidden ||
+                    (rows <= kPushVeryFewRows && row_bytes >= kPushVeryFewRowsMinBytes) ||
                     (rows <= kPushFewRows ? row_bytes > kPushFewRowsMinBytes
                                           : row_bytes >= (residual ? kPushMinBytesWithResidual
                                                                    : kPushMinBytesPlain));
   if (!wins) return none;
-  const KernelShape shape = PushShape(vectors, automatic_ctas, 0, rows);
+  const bool wide = rows <= kPushWideRows && hidden >= kRegisterMaxHidden &&
+                    row_bytes >= kPushWideMinBytes;  // (measured from H 16384 only)
+  const KernelShape shape =
+      PushShape(vectors, wide ? internal::kMaxPushCtas : automatic_ctas, 0, rows);
   return shape.threads_per_row != 0 ? shape : none;
 }
 

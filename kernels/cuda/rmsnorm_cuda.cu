@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <mutex>
-#include <set>
-#include <utility>
+#include <tuple>
 
 #include "kernels/cuda/host_helpers.h"
 #include "kernels/cuda/rmsnorm_cluster_kernel.cuh"
@@ -73,21 +73,40 @@ cudaError_t LaunchKernel(void (*kernel)(KernelParams), const KernelParams& param
   return cudaLaunchKernelEx(&config, kernel, params);
 }
 
-// Lets `kernel` launch in clusters of more than 8 CTAs (the portable size) on the current device.
-// The attribute is set once per kernel and device and remembered: it is not a stream operation,
-// but keeping it out of every launch keeps it out of stream captures after the first.
-cudaError_t AllowNonPortableClusters(void (*kernel)(KernelParams)) {
+// Whether `kernel` can run in clusters of `ctas` > 8 CTAs (a non-portable size) of `threads`
+// threads on the current device: it opts in (cudaFuncAttributeNonPortableClusterSizeAllowed) and
+// at least one such cluster fits (the H100 and H200 place clusters of 16; a MIG slice or another
+// part may not). Asked once per device, kernel, size and block size and remembered: neither call
+// is a stream operation, but keeping them out of every launch keeps them out of stream captures
+// after the first.
+bool LargeClustersRun(void (*kernel)(KernelParams), int ctas, int threads) {
   int device = 0;
-  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
   static std::mutex mutex;
-  static std::set<std::pair<int, const void*>> allowed;
-  const std::pair<int, const void*> key(device, reinterpret_cast<const void*>(kernel));
+  static std::map<std::tuple<int, const void*, int, int>, bool> known;
+  const auto key = std::make_tuple(device, reinterpret_cast<const void*>(kernel), ctas, threads);
   std::lock_guard<std::mutex> lock(mutex);
-  if (allowed.count(key) != 0) return cudaSuccess;
-  const cudaError_t e =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-  if (e == cudaSuccess) allowed.insert(key);
-  return e;
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  bool runs = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
+              cudaSuccess;
+  if (runs) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(ctas));
+    config.blockDim = dim3(static_cast<unsigned>(threads));
+    cudaLaunchAttribute cluster;
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = static_cast<unsigned>(ctas);
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    int clusters = 0;
+    runs =
+        cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters > 0;
+  }
+  if (!runs) (void)cudaGetLastError();  // the refusal must not reach the caller's next check
+  known[key] = runs;
+  return runs;
 }
 
 // Whether the current device runs thread block clusters and the copy engine's bulk copies (sm_90);
@@ -218,6 +237,22 @@ void (*SplitPushKernelFor(const KernelShape& shape))(KernelParams) {
   }
 }
 
+// The push kernel LaunchTyped would launch for this shape, or null.
+void (*PushKernelFor(DType dtype, bool residual, const KernelShape& shape))(KernelParams) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return residual ? SplitPushKernelFor<float, true>(shape)
+                      : SplitPushKernelFor<float, false>(shape);
+    case DType::kFloat16:
+      return residual ? SplitPushKernelFor<__half, true>(shape)
+                      : SplitPushKernelFor<__half, false>(shape);
+    case DType::kBFloat16:
+      return residual ? SplitPushKernelFor<__nv_bfloat16, true>(shape)
+                      : SplitPushKernelFor<__nv_bfloat16, false>(shape);
+  }
+  return nullptr;
+}
+
 // Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) overlap (null: no range).
 bool Overlap(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
   if (a == nullptr || b == nullptr) return false;
@@ -259,9 +294,6 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
       void (*push)(KernelParams) =
           residual ? SplitPushKernelFor<T, true>(shape) : SplitPushKernelFor<T, false>(shape);
       if (push == nullptr) return cudaErrorInvalidValue;
-      if (shape.split_ctas > internal::kMaxClusterCtas) {
-        if (const cudaError_t e = AllowNonPortableClusters(push); e != cudaSuccess) return e;
-      }
       return LaunchKernel(push, params, ctas, shape.threads_per_block, 0, pdl, stream,
                           shape.split_ctas);
     }
@@ -449,6 +481,13 @@ cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNor
         chosen.threads_per_row = 0;
       }
       chosen.split_push = RmsNormOptions::SplitPush::kOff;
+    } else if (shape.split_push && shape.split_ctas > internal::kMaxClusterCtas &&
+               !LargeClustersRun(PushKernelFor(dtype, residual, shape), shape.split_ctas,
+                                 shape.threads_per_block)) {
+      // Clusters past 8 CTAs that this device cannot place: the push kernel with C = 8 (forced
+      // with the rest of the choice; the automatic choice took the push already).
+      chosen.split_push = RmsNormOptions::SplitPush::kOn;
+      chosen.split_ctas = internal::kMaxClusterCtas;
     } else if (shape.reload && !SingleSegmentOnVectorPath(dtype, params)) {
       chosen.reload = RmsNormOptions::Reload::kOff;
     } else if (shape.split_ctas > 1 && !shape.split_push && !SplitRowCanRun(dtype, params)) {

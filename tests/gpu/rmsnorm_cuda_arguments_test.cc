@@ -298,14 +298,15 @@ TEST(RmsNormCudaArguments, SplitRowChoice) {
   EXPECT_EQ(split_of(DType::kBFloat16, 3000, 1, false).split_ctas, 8);   // 12 KB
   EXPECT_EQ(split_of(DType::kBFloat16, 16384, 1, true).split_ctas, 1);   // 128 KB
   EXPECT_EQ(split_of(DType::kBFloat16, 16384, 1, false).split_ctas, 8);  // 64 KB
-  // Under the whole automatic choice the split keeps rows of 10-16 KB.
-  const cuda::KernelShape kept = cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false);
-  EXPECT_EQ(kept.split_ctas, 8);  // 16 KB
-  EXPECT_FALSE(kept.split_push);
+  // Under the whole automatic choice the push kernel takes these rows since v13 (the split runs
+  // where the push cannot: segment tables after the push's fallback, GPUs before sm_90).
+  const cuda::KernelShape taken = cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false);
+  EXPECT_EQ(taken.split_ctas, 8);  // 16 KB
+  EXPECT_TRUE(taken.split_push);
   cuda::RmsNormOptions tuned;  // another tuning override: no automatic split
   tuned.vectors_per_thread = 2;
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false, tuned).split_ctas, 1);
-  cuda::RmsNormOptions never;
+  cuda::RmsNormOptions never = no_push;
   never.split_ctas = 1;
   for (const int64_t rows : {1, 8, 16, 64, 128}) {
     EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 4096, rows, false, never).split_ctas, 1);
@@ -329,8 +330,11 @@ TEST(RmsNormCudaArguments, PushChoice) {
   EXPECT_TRUE(one.push_per_warp);  // 4 warps, 1 row
   EXPECT_EQ(one.cluster_ctas, 1);
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kBFloat16, 5120, 32, false).split_push);    // 20 KB
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 8, false).split_push);    // 16 KB
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 2048, 1, false).split_push);     // 16 KB
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 8, false).split_push);     // 16 KB
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kBFloat16, 3000, 16, false).split_push);    // 12 KB
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 32, false).split_push);   // 16 KB
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 2048, 1, false).split_push);    // 8 KB
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 2048, 1, false).split_push);      // 16 KB
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 64, true).split_push);     // 32 KB
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 12288, 64, false).split_push);  // 48 KB
   const cuda::KernelShape many = cuda::ChooseKernelShape(DType::kBFloat16, 16384, 128, false);
@@ -339,10 +343,16 @@ TEST(RmsNormCudaArguments, PushChoice) {
   EXPECT_EQ(many.threads_per_block, 256);  // 2048 vectors: 1024 per CTA, 256 threads of 4
   EXPECT_EQ(many.vectors_per_thread, 4);
   EXPECT_FALSE(many.push_per_warp);  // 8 warps
-  const cuda::KernelShape rows64 = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 64, true);
-  EXPECT_TRUE(rows64.split_push);
-  EXPECT_EQ(rows64.threads_per_block, 128);
-  EXPECT_FALSE(rows64.push_per_warp);  // past 32 rows
+  const cuda::KernelShape rows32 = cuda::ChooseKernelShape(DType::kBFloat16, 7168, 32, true);
+  EXPECT_TRUE(rows32.split_push);
+  EXPECT_EQ(rows32.threads_per_block, 128);
+  EXPECT_FALSE(rows32.push_per_warp);  // past 16 rows
+  // Clusters of 16 for up to 4 rows of 128 KB or more from H 16384.
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 65536, 4, true).split_ctas, 16);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 32768, 1, false).split_ctas, 16);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 1, false).split_ctas, 8);  // 64 KB
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 8192, 1, true).split_ctas, 8);     // H < 16384
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 32768, 8, false).split_ctas, 8);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 64, false).split_ctas, 8);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 16384, 129, false).split_push);
   const cuda::KernelShape longest = cuda::ChooseKernelShape(DType::kFloat32, 65536, 128, true);
