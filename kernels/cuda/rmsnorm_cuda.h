@@ -90,9 +90,10 @@ struct RmsNormOptions {
   // sums (RmsNormSplitPushKernel, sm_90): each CTA reads only its 1/C of the row (x, and r) and
   // pushes its partial sum of squares into the others' shared memory, instead of every CTA reading
   // the whole row as the split-row kernel's do. kAuto takes it for single-segment launches of up
-  // to 128 rows that move more than 16 KB per row (more from 33 rows on) and for every H > 16384
-  // at up to 128 rows, where it measured faster on the H200 (ChosenPushShape in kernel_shapes.cu,
-  // docs/KERNELS.md "v12"); kOn forces it, with split_ctas as C (2, 4, 8 or 16; 0: as kAuto would)
+  // to 128 rows that move 10 KB or more per row (more from 17 rows on) and for every H > 16384 at
+  // up to 128 rows, where it measured faster on the H200 (ChosenPushShape in kernel_shapes.cu,
+  // docs/KERNELS.md "v12" and "v13"; C = 16 for up to 4 rows of 128 KB or more where the device
+  // places such clusters); kOn forces it, with split_ctas as C (2, 4, 8 or 16; 0: as kAuto would)
   // and threads_per_row as the CTA's threads (0: one vector each, up to 256 threads); kOff never.
   // Launches it cannot take (a segment table, off the vector path, GPUs before sm_90) get the
   // kernel that would have run without it (and, with kOn, without split_ctas and threads_per_row,
