@@ -44,6 +44,16 @@ constexpr int64_t kLatencyBoundBlocks = 256;
 constexpr int64_t kSharedWeightMaxBlocks = 1056;
 constexpr int64_t kSharedWeightMaxBytes = 48 << 10;
 
+// The launch attribute that groups blocks in clusters of `ctas` along x.
+cudaLaunchAttribute ClusterDimension(int ctas) {
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(ctas);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  return attribute;
+}
+
 // One launch of `kernel` over `blocks` blocks, with programmatic dependent launch when `pdl`.
 // cluster_ctas > 1: in clusters of that many blocks (blocks must be a multiple of it).
 cudaError_t LaunchKernel(void (*kernel)(KernelParams), const KernelParams& params, int64_t blocks,
@@ -61,13 +71,7 @@ cudaError_t LaunchKernel(void (*kernel)(KernelParams), const KernelParams& param
     attributes[count].val.programmaticStreamSerializationAllowed = 1;
     ++count;
   }
-  if (cluster_ctas > 1) {
-    attributes[count].id = cudaLaunchAttributeClusterDimension;
-    attributes[count].val.clusterDim.x = static_cast<unsigned>(cluster_ctas);
-    attributes[count].val.clusterDim.y = 1;
-    attributes[count].val.clusterDim.z = 1;
-    ++count;
-  }
+  if (cluster_ctas > 1) attributes[count++] = ClusterDimension(cluster_ctas);
   config.attrs = count > 0 ? attributes : nullptr;
   config.numAttrs = count;
   return cudaLaunchKernelEx(&config, kernel, params);
@@ -93,11 +97,7 @@ bool LargeClustersRun(void (*kernel)(KernelParams), int ctas, int threads) {
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(static_cast<unsigned>(ctas));
     config.blockDim = dim3(static_cast<unsigned>(threads));
-    cudaLaunchAttribute cluster;
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = static_cast<unsigned>(ctas);
-    cluster.val.clusterDim.y = 1;
-    cluster.val.clusterDim.z = 1;
+    cudaLaunchAttribute cluster = ClusterDimension(ctas);
     config.attrs = &cluster;
     config.numAttrs = 1;
     int clusters = 0;
