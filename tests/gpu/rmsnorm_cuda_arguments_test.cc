@@ -299,7 +299,7 @@ TEST(RmsNormCudaArguments, SplitRowChoice) {
   EXPECT_EQ(split_of(DType::kBFloat16, 16384, 1, true).split_ctas, 1);   // 128 KB
   EXPECT_EQ(split_of(DType::kBFloat16, 16384, 1, false).split_ctas, 8);  // 64 KB
   // Under the whole automatic choice the push kernel takes these rows since v13 (the split runs
-  // where the push cannot: segment tables after the push's fallback, GPUs before sm_90).
+  // only where the push is off or cannot run: GPUs before sm_90; segment tables take neither).
   const cuda::KernelShape taken = cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1, false);
   EXPECT_EQ(taken.split_ctas, 8);  // 16 KB
   EXPECT_TRUE(taken.split_push);
