@@ -8,12 +8,24 @@ Runs on the GPU machine with its PyTorch and Triton. Our kernels are called thro
   triton           the seed article's two-loop Triton kernel (sum of squares loop, then a normalize loop),
                    written here from its description; for fused add the same kernel with r added in both
                    loops and h stored in the second
-Rows >= 1024: triton.testing.do_bench medians (it clears L2 before every call). Rows < 1024: 20 calls
-captured in one CUDA graph and replayed, L2-resident data, median replay / 20. Bytes: 2*M*H*size +
-H*size plain, 4*M*H*size + H*size fused. One table out; ratio = ours / fastest anchor (< 1: ours faster).
+Rows >= 1024: triton.testing.do_bench medians (it clears L2 before every call by zeroing a 256 MB
+buffer). Rows < 1024: 20 calls captured in one CUDA graph and replayed, L2-resident data, median
+replay / 20. Bytes: 2*M*H*size + H*size plain, 4*M*H*size + H*size fused. One table out; ratio =
+ours / fastest anchor (< 1: ours faster).
+
+Beside the anchors, not one of them: "copy", torch's device-to-device copy of the same bytes (M*H
+elements of the dtype for plain rows, 2*M*H for fused, read once and written once), timed the same
+way. It is the ceiling at that shape under that method: ours / copy says how close ours is to
+moving the bytes and nothing else.
+
+--flush (rows >= 1024) chooses how L2 is emptied before each timed call: do_bench (its own loop,
+the default and the targets' method), or this script's loop of events around each call after
+"zero" (zeroing 256 MB, as do_bench does: it leaves L2 full of dirty lines that must be written
+back while the timed call runs) or "read" (summing 256 MB: L2 left full of clean lines).
 
   python3 compare_kernels.py --lib .gpu/lib/libnormd_cuda_kernels.so [--dtypes bf16] [--rows ...]
-          [--hidden ...] [--modes plain,fused] [--budget-s 300] [--csv out.csv]
+          [--hidden ...] [--modes plain,fused] [--anchors frms,compile,triton]
+          [--flush do_bench|zero|read] [--budget-s 300] [--csv out.csv]
 """
 import argparse
 import ctypes
@@ -132,6 +144,48 @@ def implementations(ours, compiled, x, w, y, r, ro, pdl):
     return impls
 
 
+def copy_of_same_bytes(x, fused):
+    """A call that copies as many bytes as the norm reads and writes (without the weight): M*H
+    elements of x's dtype for plain rows, 2*M*H for fused ones, from one buffer into another."""
+    elements = x.numel() * (2 if fused else 1)
+    src = torch.randn(elements, device="cuda", dtype=torch.float32).to(x.dtype)
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
+def copy_pair(x, r):
+    """A call that copies x and r into two other buffers in one launch (torch._foreach_copy_): the
+    four streams of a fused add (two read, two written) without the arithmetic."""
+    dst = [torch.empty_like(x), torch.empty_like(r)]
+    return lambda: torch._foreach_copy_(dst, [x, r])
+
+
+class FlushedTimer:
+    """Medians of events around single calls, each after emptying L2 one way (--flush): "zero"
+    writes a 256 MB buffer, as do_bench's clear_cache does; "read" sums it. 10 warm-up calls,
+    then `samples` timed ones."""
+
+    def __init__(self, how, samples=100):
+        self.buf = torch.ones((256 << 20) // 4, device="cuda", dtype=torch.int32)
+        self.flush = self.buf.zero_ if how == "zero" else (lambda: self.buf.sum())
+        self.samples = samples
+
+    def __call__(self, call):
+        for _ in range(10):
+            self.flush()
+            call()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.samples)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.samples)]
+        for a, b in zip(starts, ends):
+            self.flush()
+            a.record()
+            call()
+            b.record()
+        torch.cuda.synchronize()
+        times = sorted(a.elapsed_time(b) * 1e3 for a, b in zip(starts, ends))
+        return times[len(times) // 2]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default=".gpu/lib/libnormd_cuda_kernels.so")
@@ -139,11 +193,19 @@ def main():
     ap.add_argument("--rows", default="1,8,128,1024,4096,16384,65536")
     ap.add_argument("--hidden", default="1024,3000,4096,5120,7168,8192,16384")
     ap.add_argument("--modes", default="plain,fused")
+    ap.add_argument("--anchors", default="frms,compile,triton",
+                    help="the anchors timed (copy is always timed, and is not an anchor)")
+    ap.add_argument("--flush", default="do_bench", choices=("do_bench", "zero", "read"),
+                    help="how L2 is emptied before each timed call at rows >= 1024")
     ap.add_argument("--budget-s", type=float, default=300.0)
     ap.add_argument("--csv", default="")
     args = ap.parse_args()
 
     ours = load_ours(args.lib)
+    anchor_names = [a for a in args.anchors.split(",") if a]
+    for a in anchor_names:
+        if a not in ("frms", "compile", "triton"):
+            ap.error(f"--anchors: unknown anchor {a!r} (frms, compile, triton)")
 
     compiled = compiled_formulas()
 
@@ -155,7 +217,7 @@ def main():
     copy_tbs = 2 * buf.numel() / (t * 1e-3) / 1e12
     del buf, dst
     print(f"# {dev.name}, torch {torch.__version__}, triton {triton.__version__}; "
-          f"torch device copy {copy_tbs:.3f} TB/s", flush=True)
+          f"torch device copy {copy_tbs:.3f} TB/s; L2 flush: {args.flush}", flush=True)
 
     def time_graph(call):
         s = torch.cuda.Stream()
@@ -184,12 +246,15 @@ def main():
         times.sort()
         return times[len(times) // 2]
 
-    def time_bench(call):
-        return triton.testing.do_bench(call, warmup=10, rep=60, return_mode="median") * 1e3
+    if args.flush == "do_bench":
+        def time_bench(call):
+            return triton.testing.do_bench(call, warmup=10, rep=60, return_mode="median") * 1e3
+    else:
+        time_bench = FlushedTimer(args.flush)
 
     header = ("dtype", "mode", "rows", "H", "ours_us", "ours_TBs", "frms_us", "compile_us",
-              "triton_us", "best_anchor", "ratio")
-    print("%-5s %-5s %6s %6s %9s %8s %9s %10s %9s %-8s %6s" % header, flush=True)
+              "triton_us", "best_anchor", "ratio", "copy_us", "copy_TBs", "ours_over_copy")
+    print("%-5s %-5s %6s %6s %9s %8s %9s %10s %9s %-8s %6s %8s %8s %6s" % header, flush=True)
     rows_out = []
     start = time.time()
     skipped = 0
@@ -212,6 +277,8 @@ def main():
                     ro = torch.empty_like(x) if fused else None
                     small = rows < 1024
                     impls = implementations(ours, compiled, x, w, y, r, ro, 1 if small else 0)
+                    impls = {k: v for k, v in impls.items() if k == "ours" or k in anchor_names}
+                    impls["copy"] = copy_of_same_bytes(x, fused)
                     # Correctness of ours against the fp32 eager formula (one check per shape).
                     impls["ours"]()
                     torch.cuda.synchronize()
@@ -228,17 +295,21 @@ def main():
                         except Exception as e:  # an anchor failing must not stop the table
                             print(f"# {k} failed at {dname} {mode} {rows}x{hidden}: {e}", flush=True)
                             res[k] = float("nan")
-                    anchors = {k: v for k, v in res.items() if k != "ours" and v == v}
+                    anchors = {k: v for k, v in res.items() if k not in ("ours", "copy") and v == v}
                     best = min(anchors, key=anchors.get) if anchors else "-"
                     ratio = res["ours"] / anchors[best] if anchors else float("nan")
                     nbytes = ((4 if fused else 2) * rows * hidden + hidden) * x.element_size()
                     tbs = nbytes / (res["ours"] * 1e-6) / 1e12
-                    line = (dname, mode, rows, hidden, res["ours"], tbs, res["frms"], res["compile"],
-                            res["triton"], best, ratio)
+                    nan = float("nan")
+                    copy_tbs = (nbytes - hidden * x.element_size()) / (res["copy"] * 1e-6) / 1e12
+                    line = (dname, mode, rows, hidden, res["ours"], tbs, res.get("frms", nan),
+                            res.get("compile", nan), res.get("triton", nan), best, ratio,
+                            res["copy"], copy_tbs, res["ours"] / res["copy"])
                     rows_out.append(line)
-                    print("%-5s %-5s %6d %6d %9.2f %8.3f %9.2f %10.2f %9.2f %-8s %6.3f" % line,
-                          flush=True)
+                    print("%-5s %-5s %6d %6d %9.2f %8.3f %9.2f %10.2f %9.2f %-8s %6.3f %8.2f %8.3f "
+                          "%6.3f" % line, flush=True)
                     del x, r, w, y, ro, impls
+                    torch.cuda.empty_cache()
     if skipped:
         print(f"# budget of {args.budget_s:.0f} s reached: {skipped} points not run", flush=True)
     if args.csv:
@@ -249,6 +320,11 @@ def main():
     wins = sum(1 for l in rows_out if l[2] >= 1024 and l[10] < 1.0)
     total = sum(1 for l in rows_out if l[2] >= 1024)
     print(f"# rows >= 1024: ours fastest at {wins} of {total} points", flush=True)
+    big = [l for l in rows_out if l[2] >= 16384]
+    if big:
+        print(f"# rows >= 16384: ours >= 4.2 TB/s at {sum(1 for l in big if l[5] >= 4.2)}, "
+              f"the copy of the same bytes at {sum(1 for l in big if l[12] >= 4.2)} of {len(big)} "
+              f"points", flush=True)
     return 0
 
 

@@ -8,7 +8,8 @@ rows) the two disagree on which layout is fastest. This script times, at each sh
 kernel under each variant (RmsNormOptions' overrides through normd_cuda_rmsnorm_tuned) and the
 anchors, all with do_bench in the same run (--rounds times, interleaved: medians), checks each
 variant's output against the fp32 eager formula, and prints one line per shape and variant with
-its ratio to the fastest anchor.
+its ratio to the fastest anchor. With --ceilings, torch's copy of the same bytes (and for fused
+rows x and r copied in one launch) are timed beside them, as ceilings rather than anchors.
 
   python3 bench/cuda/shape_sweep.py --lib .gpu/lib/libnormd_cuda_kernels.so \\
       --shapes bf16:plain:1024x1024,fp32:plain:4096x1024 \\
@@ -19,9 +20,8 @@ each, labelled by its position (0:, 1:, ...), for a same-run A/B of two builds.
 
 A variant is "auto" or keys joined by "+": reload, lean, staging (auto / off / on), n (vectors per
 thread), g (threads per row), cluster (CTAs per row in a cluster), split (CTAs per row of the
-split-row kernel), pdl (0 none, 1 weight after the wait, 2
-before). A variant the library refuses for a shape (an override that cannot hold the row) prints
-"refused".
+split-row kernel), pdl (0 none, 1 weight after the wait, 2 before). A variant the library
+refuses for a shape (an override that cannot hold the row) prints "refused".
 """
 import argparse
 import ctypes
@@ -32,7 +32,8 @@ import sys
 import torch
 import triton
 
-from compare_kernels import DTYPES, EPS, compiled_formulas, eager_fused, eager_plain, implementations
+from compare_kernels import (DTYPES, EPS, compiled_formulas, copy_of_same_bytes, copy_pair,
+                             eager_fused, eager_plain, implementations)
 
 TRISTATE = {"auto": 0, "off": 1, "on": 2}
 KEYS = ("pdl", "reload", "lean", "staging", "n", "g", "cluster", "split")
@@ -77,6 +78,9 @@ def main():
     ap.add_argument("--shapes", required=True, help="dtype:mode:ROWSxH, comma separated")
     ap.add_argument("--variants", default="auto")
     ap.add_argument("--anchors", default="triton,compile,frms")
+    ap.add_argument("--ceilings", action="store_true",
+                    help="also time torch's copy of the same bytes (ceiling:copy) and, for fused "
+                         "rows, x and r copied in one launch (ceiling:copy_pair); not anchors")
     ap.add_argument("--rep-ms", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=1,
                     help="times each call this many times, interleaved; prints medians")
@@ -109,6 +113,10 @@ def main():
         stream = torch.cuda.current_stream().cuda_stream
         # Every call to time at this shape, by label; ours checked once before timing.
         calls = {"anchor:" + name: impls[name] for name in args.anchors.split(",")}
+        if args.ceilings:
+            calls["ceiling:copy"] = copy_of_same_bytes(x, fused)
+            if fused:
+                calls["ceiling:copy_pair"] = copy_pair(x, r)
         notes = {}
         for vspec, variant in variants:
             for i, fn in enumerate(tuned):
@@ -129,13 +137,15 @@ def main():
                 times[label].append(bench(call))
         med = {label: statistics.median(t) for label, t in times.items()}
         best = min(med[l] for l in med if l.startswith("anchor:"))
-        for label in [l for l in med if l.startswith("anchor:")] + list(notes):
+        shown = [l for l in med if l.startswith("anchor:") or l.startswith("ceiling:")]
+        for label in shown + list(notes):
             if label not in med:
                 print("%-22s %-34s %9s %7s %s" % (spec, label, "-", "-", notes[label]), flush=True)
                 continue
             print("%-22s %-34s %9.2f %7.3f %s" % (spec, label, med[label], med[label] / best,
                                                   notes.get(label, "")), flush=True)
-        del x, r, w, y, ro, ref, impls
+        del x, r, w, y, ro, ref, impls, calls
+        torch.cuda.empty_cache()
     return 0
 
 
