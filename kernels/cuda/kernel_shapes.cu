@@ -147,12 +147,11 @@ bool ValidVectorsPerThread(DType d, int n) {
 // 39 shapes and within 2.5% at the rest. Elsewhere it lost: 16-bit plain rows everywhere (0.7-0.9x
 // the register kernel's speed), H 5120 (a second, mostly idle iteration per pass), H 16384. Other H
 // keep the register kernel: the rule is what was measured, not a model. Since v9 the reload kernel
-// takes the rows with a residual it had here, but fp32 H 3000, and since v10 plain fp32 H 8192
-// and H 7168 below 16384 rows (see ReloadWins).
+// takes the rows with a residual it had here, since v10 plain fp32 H 8192 and H 7168 below 16384
+// rows, and since v14 fp32 H 3000 with a residual (see ReloadWins): plain fp32 rows are left.
 bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
-  if (rows < 4096 || dtype != DType::kFloat32) return false;
-  if (!residual) return hidden == 4096 || (hidden == 7168 && rows >= 16384);
-  return hidden == 3000 && rows >= 16384;
+  if (rows < 4096 || dtype != DType::kFloat32 || residual) return false;
+  return hidden == 4096 || (hidden == 7168 && rows >= 16384);
 }
 
 // Where the reload kernel beat the automatic choice on the H200 (docs/KERNELS.md "v8",
@@ -178,12 +177,30 @@ bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 // the register kernel's 1.03), H 7168 at 4096 rows (call sweep2: 1.01 against the lean kernel's
 // 1.03-1.04), but H 5120 only from 4096 rows (at 1024 the register kernel was faster in both
 // calls); 16-bit H 4096 with a residual at 1024 rows in four vectors (0.96-1.00
-// against 1.00-1.07).
+// against 1.00-1.07). v14 (calls fused_big, v14 and v14b, do_bench, 3 interleaved rounds, beside
+// a copy of the same bytes): fp32 rows with a residual at 16384 and 65536 rows of H 3000 (two
+// vectors per thread: 0.97-0.99 of the lean kernel's time), 5120, 8192 and 16384 (four: 0.96-0.98
+// of the register or staged kernel's time; 4.21-4.32 TB/s, as fast as the copy or faster); at
+// 4096 rows of H 5120 and 8192 (four: 0.95-0.97 of the register kernel's time in two calls) and
+// 16384 and 65536 rows of H 7168 (four: 0.97). At 4096 rows of H 3000 two vectors tied (0.98 and
+// 1.00 in two calls): the register kernel stays.
 bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (rows < 1024 || hidden < 1024 || hidden > kRegisterMaxHidden) return false;
   if (residual && dtype == DType::kFloat32) {
-    return hidden == 1024 || (hidden == 4096 && rows >= 4096) || (hidden == 8192 && rows < 4096) ||
-           (hidden == 16384 && rows < 16384);
+    switch (hidden) {
+      case 1024:
+      case 8192:
+      case 16384:
+        return true;
+      case 4096:
+      case 5120:
+        return rows >= 4096;
+      case 3000:
+      case 7168:
+        return rows >= 16384;
+      default:
+        return false;
+    }
   }
   if (residual) {
     return hidden == 3000 || hidden == 4096 || hidden == kRegisterMaxHidden ||
@@ -210,7 +227,8 @@ bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 // 1024 from 16384 rows (0.94-1.00 against 0.97-1.02 for two; in call v10's comparison 0.99-1.00 at
 // 65536 rows against 1.01 before, but 1.02-1.12 at 16384 rows against 0.94-1.12: the closest
 // call), plain fp32 H 5120 and 7168 at 4096 rows (1.01-1.02 against 1.03-1.05 for two and the
-// lean kernel).
+// lean kernel). v14 (calls fused_big and v14): fp32 with a residual, two at H 3000 (0.99 of four's
+// time, 0.91-0.92 of one's) and four at H 5120 and 7168 (0.98 of two's).
 int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (!residual && dtype != DType::kFloat32) {
     if (hidden == 16384 || hidden == 7168) return 4;
@@ -223,7 +241,10 @@ int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
     return rows < 16384 && (hidden == 1024 || hidden == 5120 || hidden == 7168) ? 4 : 2;
   }
   if (hidden == 16384) return 4;
-  if (dtype == DType::kFloat32) return hidden == 8192 ? 4 : hidden == 4096 ? 2 : 1;
+  if (dtype == DType::kFloat32) {
+    if (hidden == 5120 || hidden == 7168 || hidden == 8192) return 4;
+    return hidden == 3000 || hidden == 4096 ? 2 : 1;
+  }
   if (hidden == 1024) return rows < 16384 ? 4 : 1;
   if (hidden == 4096) return rows < 4096 ? 4 : 1;
   if (hidden == 3000) return rows < 4096 ? 2 : 1;

@@ -56,16 +56,17 @@ TEST(RmsNormCudaArguments, RefusedOnTheHost) {
 // LeanTwoPassWins), and the options can force it either way.
 TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
   using Lean = cuda::RmsNormOptions::LeanTwoPass;
-  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 65536, true).lean);
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 16384, false).lean);
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 4096, 4096, false).lean);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 65536, true).lean);    // reload (v14)
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 8192, 16384, false).lean);   // reload (v10)
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true).lean);   // reload (v9)
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, false).lean);  // 16-bit plain
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 5120, 65536, true).lean);
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 4096, true).lean);  // too few rows
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 4096, 1024, false).lean);  // too few rows
   cuda::RmsNormOptions off;
   off.lean_two_pass = Lean::kOff;
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 65536, true, off).lean);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 16384, false, off).lean);
   cuda::RmsNormOptions on;
   on.lean_two_pass = Lean::kOn;
   const cuda::KernelShape forced = cuda::ChooseKernelShape(DType::kBFloat16, 3000, 7, false, on);
@@ -123,8 +124,8 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 4096, 1024, false).vectors_per_thread, 4);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 1024, 4096, false).vectors_per_thread, 4);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 5120, 1024, false).reload);
-  // With a residual: one vector per thread at H 1024, 3000 (from 4096 rows) and 4096; two at 3000
-  // below 4096 rows, 5120, 7168, 8192; only from 4096 rows but at H 3000 and 16384.
+  // With a residual (16-bit): one vector per thread at H 1024, 3000 (from 4096 rows) and 4096; two
+  // at 3000 below 4096 rows, 5120, 7168, 8192; only from 4096 rows but at H 3000 and 16384.
   const cuda::KernelShape fused_one = cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true);
   EXPECT_TRUE(fused_one.reload);
   EXPECT_EQ(fused_one.vectors_per_thread, 1);
@@ -144,16 +145,38 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 1024, 1024, true).reload);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 4096, 4096, true).vectors_per_thread, 2);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 4096, 1024, true).reload);
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 5120, 65536, true).reload);
+  // fp32 with a residual (v14): four vectors per thread (the 64-register build) at H 5120 from
+  // 4096 rows, at H 8192 and 16384 at every row count from 1024, at H 7168 from 16384 rows; two at
+  // H 3000 from 16384 rows.
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 5120, 2048, true).reload);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 3000, 4096, true).reload);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 4096, true).reload);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 16384, true).vectors_per_thread, 4);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 6144, 65536, true).reload);  // not measured
+  for (const int64_t rows : {int64_t{16384}, int64_t{65536}}) {
+    const cuda::KernelShape h3000 = cuda::ChooseKernelShape(DType::kFloat32, 3000, rows, true);
+    EXPECT_TRUE(h3000.reload && !h3000.lean);
+    EXPECT_EQ(h3000.vectors_per_thread, 2);
+    EXPECT_EQ(h3000.threads_per_row, 384);  // 750 vectors in whole warps
+  }
+  for (const int64_t rows : {int64_t{4096}, int64_t{16384}, int64_t{65536}}) {
+    for (const int64_t hidden : {int64_t{5120}, int64_t{8192}, int64_t{16384}}) {
+      const cuda::KernelShape four = cuda::ChooseKernelShape(DType::kFloat32, hidden, rows, true);
+      EXPECT_TRUE(four.reload) << hidden;
+      EXPECT_EQ(four.vectors_per_thread, 4) << hidden;
+      EXPECT_EQ(four.threads_per_row, hidden / 16) << hidden;
+      EXPECT_TRUE(four.reload_wide) << hidden;
+      EXPECT_EQ(cuda::ChooseStagedShape(DType::kFloat32, hidden, rows, true).rows_per_tile, 0);
+    }
+  }
   // Rows of 16384 with a residual: 512 threads of four vectors instead of the staged kernel
-  // (16-bit) or the register kernel (fp32, up to 4096 rows: 1024 threads of four).
+  // (16-bit), or 1024 threads of four instead of the register or staged kernel (fp32).
   const cuda::KernelShape fused_wide = cuda::ChooseKernelShape(DType::kBFloat16, 16384, 4096, true);
   EXPECT_TRUE(fused_wide.reload);
   EXPECT_EQ(fused_wide.threads_per_row, 512);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 16384, 4096, true).threads_per_row, 1024);
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 16384, 16384, true).reload);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 8192, 1024, true).threads_per_row, 512);
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 8192, 4096, true).reload);
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 8192, 2048, true).reload);
   EXPECT_EQ(cuda::ChooseStagedShape(DType::kBFloat16, 16384, 4096, true).rows_per_tile, 0);
   EXPECT_EQ(cuda::ChooseStagedShape(DType::kFloat32, 16384, 4096, false).rows_per_tile, 0);
   EXPECT_GT(cuda::ChooseStagedShape(DType::kFloat32, 16384, 1024, false).rows_per_tile, 0);

@@ -346,6 +346,30 @@ TEST(RmsNormCudaReload, EveryVariantAtFewRows) {
   }
 }
 
+// The automatic choice of the reload kernel for many fp32 rows with a residual (v14): two vectors
+// per thread at H 3000 (idle threads in the last warp), four at H 5120 and 7168 (the 64-register
+// build), at row counts the H sweep of rmsnorm_cuda_test.cc does not reach for them.
+TEST(RmsNormCudaReload, AutomaticChoiceForManyFp32RowsWithResidual) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0xABAB);
+  const cuda::RmsNormOptions automatic;
+  struct Case {
+    int64_t hidden, rows;
+    int vectors_per_thread;
+  };
+  for (const Case& c : {Case{3000, 16384, 2}, Case{5120, 4096, 4}, Case{7168, 16384, 4}}) {
+    const std::string what = "fp32 automatic +residual H=" + std::to_string(c.hidden) +
+                             " rows=" + std::to_string(c.rows);
+    SCOPED_TRACE(what);
+    const cuda::KernelShape shape =
+        cuda::ChooseKernelShape(DType::kFloat32, c.hidden, c.rows, true, automatic);
+    ASSERT_TRUE(shape.reload);
+    ASSERT_EQ(shape.vectors_per_thread, c.vectors_per_thread);
+    const Inputs inputs(DType::kFloat32, c.hidden, c.rows, rng);
+    ASSERT_EQ(RunAndCheck(inputs, DType::kFloat32, true, false, 1.0f, automatic, rng, what), 0);
+  }
+}
+
 cuda::RmsNormOptions Cluster(int ctas) {
   cuda::RmsNormOptions options;
   options.cluster_ctas = ctas;
