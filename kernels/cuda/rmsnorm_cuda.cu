@@ -1,9 +1,10 @@
 // Host launchers of the RMSNorm kernels (rmsnorm_kernels.cuh, rmsnorm_two_pass_kernel.cuh,
 // rmsnorm_staged_kernel.cuh, rmsnorm_cluster_kernel.cuh, rmsnorm_reload_kernel.cuh,
 // rmsnorm_split_row_kernel.cuh, rmsnorm_split_push_kernel.cuh): take the
-// kernel and shape that kernel_shapes.cu chooses from the dtype, hidden size and rows, check what
-// can be checked on the host, and launch with cudaLaunchKernelEx (so that programmatic dependent
-// launch and clusters are one attribute away).
+// kernel and shape that kernel_shapes.cu chooses from the dtype, hidden size and rows (the kernel
+// template's instance from kernel_instances.cuh), check what can be checked on the host, and launch
+// with cudaLaunchKernelEx (so that programmatic dependent launch and clusters are one attribute
+// away).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -15,6 +16,7 @@
 #include <tuple>
 
 #include "kernels/cuda/host_helpers.h"
+#include "kernels/cuda/kernel_instances.cuh"
 #include "kernels/cuda/rmsnorm_cluster_kernel.cuh"
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
@@ -29,6 +31,12 @@ namespace {
 
 using internal::CeilDiv;
 using internal::KernelParams;
+using internal::PushKernelFor;
+using internal::ReloadKernelFor;
+using internal::RowKernelFor;
+using internal::SplitPushKernelFor;
+using internal::SplitRowKernelFor;
+using internal::StagedKernelFor;
 using internal::ValidDType;
 
 // Launches of at most this many blocks (under two waves of the H200's 132 multiprocessors) are
@@ -119,72 +127,6 @@ bool DeviceIsSm90OrNewer(int* device) {
          major >= 9;
 }
 
-template <typename T, bool kEarlyWeights, bool kResidual,
-          internal::WeightKind kW = internal::WeightKind::kEither>
-void (*RowKernelFor(int vectors_per_thread))(KernelParams) {
-  switch (vectors_per_thread) {
-    case 1:
-      return internal::RmsNormRowKernel<T, 1, kEarlyWeights, kResidual, kW>;
-    case 2:
-      return internal::RmsNormRowKernel<T, 2, kEarlyWeights, kResidual, kW>;
-    case 4:
-      return internal::RmsNormRowKernel<T, 4, kEarlyWeights, kResidual, kW>;
-    case 8:
-      // fp32 only (H up to 16384 in 512 threads); the early-weight variant spills, so never that.
-      if constexpr (sizeof(T) == 4) return internal::RmsNormRowKernel<T, 8, false, kResidual>;
-      return nullptr;
-    default:
-      return nullptr;
-  }
-}
-
-// Two vectors with a residual in blocks of up to 512 threads take the variant given 40 registers
-// (kReloadRoomyThreads): under 32 that one spilled. Four vectors: the build of one block per
-// multiprocessor (kReloadWideMinBlocks, up to 64 registers) where the shape asks for it
-// (KernelShape::reload_wide: always with a residual) or where the weights are fp32 for a 16-bit
-// row (two weight vectors per vector spilled 56-116 bytes under 32 registers); else the default
-// 32-register build, two 1024-thread blocks per multiprocessor.
-template <typename T, bool kResidual, internal::WeightKind kW>
-void (*ReloadKernelFor(const KernelShape& shape))(KernelParams) {
-  switch (shape.vectors_per_thread) {
-    case 1:
-      return internal::RmsNormReloadKernel<T, 1, kResidual, kW>;
-    case 2:
-      if constexpr (kResidual) {
-        if (shape.threads_per_block <= internal::kReloadRoomyThreads) {
-          return internal::RmsNormReloadKernel<T, 2, true, kW, internal::kReloadRoomyThreads,
-                                               internal::kReloadRoomyMinBlocks>;
-        }
-      }
-      return internal::RmsNormReloadKernel<T, 2, kResidual, kW>;
-    case 4:
-      if constexpr (!kResidual && (sizeof(T) == 4 || kW == internal::WeightKind::kLikeInput)) {
-        if (!shape.reload_wide) return internal::RmsNormReloadKernel<T, 4, false, kW>;
-      }
-      return internal::RmsNormReloadKernel<T, 4, kResidual, kW, internal::kReloadMaxThreads,
-                                           internal::kReloadWideMinBlocks>;
-    default:
-      return nullptr;
-  }
-}
-
-// The reload kernel for a single segment on the vector path (Launch checks
-// SingleSegmentOnVectorPath).
-template <typename T>
-void (*ReloadKernelFor(const RmsNormSegment& seg, const KernelShape& shape))(KernelParams) {
-  const bool residual = seg.residual != nullptr;
-  if constexpr (sizeof(T) == 2) {
-    if (seg.weight_dtype != DType::kFloat32) {
-      constexpr auto kLike = internal::WeightKind::kLikeInput;
-      return residual ? ReloadKernelFor<T, true, kLike>(shape)
-                      : ReloadKernelFor<T, false, kLike>(shape);
-    }
-  }
-  constexpr auto kEither = internal::WeightKind::kEither;
-  return residual ? ReloadKernelFor<T, true, kEither>(shape)
-                  : ReloadKernelFor<T, false, kEither>(shape);
-}
-
 // Whether this launch is one segment on the vector path: what the reload and push kernels need
 // (and the split-row kernel, with more).
 bool SingleSegmentOnVectorPath(DType dtype, const KernelParams& params) {
@@ -198,59 +140,6 @@ bool SingleSegmentOnVectorPath(DType dtype, const KernelParams& params) {
       return internal::CanVectorize<__nv_bfloat16>(params.single, params.hidden);
   }
   return false;
-}
-
-template <typename T, bool kResidual>
-void (*SplitRowKernelFor(int vectors_per_thread))(KernelParams) {
-  switch (vectors_per_thread) {
-    case 1:
-      return internal::RmsNormSplitRowKernel<T, 1, kResidual>;
-    case 2:
-      return internal::RmsNormSplitRowKernel<T, 2, kResidual>;
-    case 4:
-      return internal::RmsNormSplitRowKernel<T, 4, kResidual>;
-    case 8:
-      return internal::RmsNormSplitRowKernel<T, 8, kResidual>;
-    default:
-      return nullptr;
-  }
-}
-
-// Per-warp pushes are built for one vector per thread only (KernelShape::push_per_warp).
-template <typename T, bool kResidual>
-void (*SplitPushKernelFor(const KernelShape& shape))(KernelParams) {
-  if (shape.push_per_warp) {
-    return shape.vectors_per_thread == 1 ? internal::RmsNormSplitPushKernel<T, 1, kResidual, true>
-                                         : nullptr;
-  }
-  switch (shape.vectors_per_thread) {
-    case 1:
-      return internal::RmsNormSplitPushKernel<T, 1, kResidual>;
-    case 2:
-      return internal::RmsNormSplitPushKernel<T, 2, kResidual>;
-    case 4:
-      return internal::RmsNormSplitPushKernel<T, 4, kResidual>;
-    case 8:
-      return internal::RmsNormSplitPushKernel<T, 8, kResidual>;
-    default:
-      return nullptr;
-  }
-}
-
-// The push kernel LaunchTyped would launch for this shape, or null.
-void (*PushKernelFor(DType dtype, bool residual, const KernelShape& shape))(KernelParams) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return residual ? SplitPushKernelFor<float, true>(shape)
-                      : SplitPushKernelFor<float, false>(shape);
-    case DType::kFloat16:
-      return residual ? SplitPushKernelFor<__half, true>(shape)
-                      : SplitPushKernelFor<__half, false>(shape);
-    case DType::kBFloat16:
-      return residual ? SplitPushKernelFor<__nv_bfloat16, true>(shape)
-                      : SplitPushKernelFor<__nv_bfloat16, false>(shape);
-  }
-  return nullptr;
 }
 
 // Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) overlap (null: no range).
@@ -360,39 +249,6 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
   if (kernel == nullptr) return cudaErrorInvalidValue;
 
   return LaunchKernel(kernel, params, blocks, shape.threads_per_block, shared_bytes, pdl, stream);
-}
-
-template <typename T, bool kResidual, internal::WeightKind kW>
-void (*StagedKernelFor(int vectors_per_thread))(KernelParams) {
-  switch (vectors_per_thread) {
-    case 1:
-      return internal::RmsNormStagedKernel<T, 1, kResidual, kW>;
-    case 2:
-      return internal::RmsNormStagedKernel<T, 2, kResidual, kW>;
-    case 4:
-      return internal::RmsNormStagedKernel<T, 4, kResidual, kW>;
-    case 8:
-      if constexpr (sizeof(T) == 4) return internal::RmsNormStagedKernel<T, 8, kResidual, kW>;
-      return nullptr;
-    default:
-      return nullptr;
-  }
-}
-
-template <typename T>
-void (*StagedKernelFor(const StagedShape& shape, bool residual,
-                       bool weights_like_input))(KernelParams) {
-  constexpr auto kLike = internal::WeightKind::kLikeInput;
-  const int n = shape.vectors_per_thread;
-  // fp32 weights under a 16-bit input: the variant that reads them (fp32 inputs have only those).
-  if constexpr (sizeof(T) == 2) {
-    constexpr auto kEither = internal::WeightKind::kEither;
-    if (!weights_like_input) {
-      return residual ? StagedKernelFor<T, true, kEither>(n)
-                      : StagedKernelFor<T, false, kEither>(n);
-    }
-  }
-  return residual ? StagedKernelFor<T, true, kLike>(n) : StagedKernelFor<T, false, kLike>(n);
 }
 
 // Persistent blocks: as many per multiprocessor as its shared memory and registers hold (the
