@@ -1,10 +1,9 @@
 // Host launchers of the RMSNorm kernels (rmsnorm_kernels.cuh, rmsnorm_two_pass_kernel.cuh,
-// rmsnorm_staged_kernel.cuh, rmsnorm_cluster_kernel.cuh, rmsnorm_reload_kernel.cuh,
-// rmsnorm_split_row_kernel.cuh, rmsnorm_split_push_kernel.cuh): take the
-// kernel and shape that kernel_shapes.cu chooses from the dtype, hidden size and rows (the kernel
-// template's instance from kernel_instances.cuh), check what can be checked on the host, and launch
-// with cudaLaunchKernelEx (so that programmatic dependent launch and clusters are one attribute
-// away).
+// rmsnorm_cluster_kernel.cuh, and through kernel_instances.cuh the staged, reload, split-row and
+// push kernels): take the kernel and shape that kernel_shapes.cu chooses from the dtype, hidden
+// size and rows (the kernel template's instance from kernel_instances.cuh), check what can be
+// checked on the host, and launch with cudaLaunchKernelEx (so that programmatic dependent launch
+// and clusters are one attribute away).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -20,10 +19,6 @@
 #include "kernels/cuda/rmsnorm_cluster_kernel.cuh"
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/cuda/rmsnorm_kernels.cuh"
-#include "kernels/cuda/rmsnorm_reload_kernel.cuh"
-#include "kernels/cuda/rmsnorm_split_push_kernel.cuh"
-#include "kernels/cuda/rmsnorm_split_row_kernel.cuh"
-#include "kernels/cuda/rmsnorm_staged_kernel.cuh"
 #include "kernels/cuda/rmsnorm_two_pass_kernel.cuh"
 
 namespace normd::cuda {

@@ -2,7 +2,9 @@
 // reference: the staged kernel (rows streamed through shared memory by the copy engine,
 // RmsNormStagedKernel; Staging::kOn), the lean two-pass kernel (LeanTwoPass::kOn), the reload
 // kernel (Reload::kOn), the cluster kernel (cluster_ctas), the split-row kernel (split_ctas) and
-// the push kernel (SplitPush::kOn).
+// the push kernel (SplitPush::kOn); and, with the same helpers, the reload kernel's automatic
+// choice for many fp32 rows with a residual, at row counts rmsnorm_cuda_test.cc's H sweep does not
+// reach.
 // Same tolerances, poisoning and guards as rmsnorm_cuda_test.cc. Each case first asserts that the
 // forced kernel is the one chosen, so a silent fallback to the register kernel would fail rather
 // than pass.
