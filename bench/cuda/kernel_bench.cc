@@ -14,6 +14,7 @@
 //                      [--stages 0,2,4] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8]
 //                      [--shared-weights on,off] [--reload auto,off,on] [--vectors 0,1,2,4]
 //                      [--threads 0,256,512] [--split 0,1,2,4,8] [--push auto,off,on]
+//                      [--warp-row auto,off,on] [--rows-per-block 0,1,2,4,8]
 // --staging times each shape once per listed choice of RmsNormOptions::staging, side by side (an
 // A/B of the staged and the register kernels in one run); --stages likewise for the staged
 // kernel's stage count (0 = as many as fit), --lean for RmsNormOptions::lean_two_pass (on: the lean
@@ -22,9 +23,11 @@
 // RmsNormOptions::reload (on: the reload kernel forced, staging off), --vectors for
 // RmsNormOptions::vectors_per_thread, --threads for threads_per_row and --split for split_ctas
 // (0 automatic, 1 never), --push for RmsNormOptions::split_push (on: the push kernel forced, with
-// --split as its C and --threads as its G where given); --two-pass
+// --split as its C and --threads as its G where given), --warp-row for RmsNormOptions::warp_row
+// (on: the warp-row kernel forced, staging off), --rows-per-block for rows_per_block; --two-pass
 // adds a run of the two-pass kernel. Every combination of the lists runs. The kernel column says
-// which kernel ran: GxN for the register kernel, "reload GxN" for the reload kernel,
+// which kernel ran: GxN for the register kernel, "reload GxN" for the reload kernel, "warp-row
+// 32xN bB" for the warp-row kernel's B rows per block,
 // "staged GxN Rr Ss" for the staged one, "cluster CxG" for C CTAs of G threads per row, "split
 // CxGxN" for the split-row kernel's C CTAs of G threads of N vectors per row, "push CxGxN" for the
 // push kernel's (N vectors of the CTA's share; "per warp" where each warp pushes its sum).
@@ -286,6 +289,8 @@ int main(int argc, char** argv) {
   std::vector<int64_t> thread_counts = {0};          // RmsNormOptions::threads_per_row
   std::vector<int64_t> split_counts = {0};           // RmsNormOptions::split_ctas
   std::vector<std::string> pushes = {"auto"};        // RmsNormOptions::split_push
+  std::vector<std::string> warp_rows = {"auto"};     // RmsNormOptions::warp_row
+  std::vector<int64_t> rows_per_block_counts = {0};  // RmsNormOptions::rows_per_block
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -323,13 +328,18 @@ int main(int argc, char** argv) {
       split_counts = ParseInts(next());
     else if (arg == "--push")
       pushes = ParseStrings(next());
+    else if (arg == "--warp-row")
+      warp_rows = ParseStrings(next());
+    else if (arg == "--rows-per-block")
+      rows_per_block_counts = ParseInts(next());
     else {
       std::fprintf(stderr,
                    "usage: %s [--dtypes bf16,fp16,fp32] [--rows ...] [--hidden ...] "
                    "[--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on] "
                    "[--stages 0,2,...] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8] "
                    "[--shared-weights on,off] [--reload auto,off,on] [--vectors 0,1,2,4] "
-                   "[--threads 0,256,512] [--split 0,1,2,4,8] [--push auto,off,on]\n",
+                   "[--threads 0,256,512] [--split 0,1,2,4,8] [--push auto,off,on] "
+                   "[--warp-row auto,off,on] [--rows-per-block 0,1,2,4,8]\n",
                    argv[0]);
       return 2;
     }
@@ -393,9 +403,18 @@ int main(int argc, char** argv) {
           Multiply(variants, pushes, [](Options& o, const std::string& v) {
             o.split_push = v == "on" ? Push::kOn : v == "off" ? Push::kOff : Push::kAuto;
           });
-          // Forcing the lean or the reload kernel: not the staged one either.
+          using WarpRow = Options::WarpRow;
+          Multiply(variants, warp_rows, [](Options& o, const std::string& v) {
+            o.warp_row = v == "on" ? WarpRow::kOn : v == "off" ? WarpRow::kOff : WarpRow::kAuto;
+          });
+          Multiply(variants, rows_per_block_counts,
+                   [](Options& o, int64_t v) { o.rows_per_block = static_cast<int>(v); });
+          // Forcing the lean, the reload or the warp-row kernel: not the staged one either.
           for (Options& o : variants) {
-            if (o.lean_two_pass == Lean::kOn || o.reload == Reload::kOn) o.staging = Staging::kOff;
+            if (o.lean_two_pass == Lean::kOn || o.reload == Reload::kOn ||
+                o.warp_row == WarpRow::kOn) {
+              o.staging = Staging::kOff;
+            }
           }
           if (two_pass) {
             normd::cuda::RmsNormOptions o;
@@ -441,6 +460,9 @@ int main(int argc, char** argv) {
             } else if (shape.two_pass) {
               std::snprintf(kernel, sizeof kernel, "%s %d",
                             shape.lean ? "lean two-pass" : "two-pass", shape.threads_per_row);
+            } else if (shape.warp_row) {
+              std::snprintf(kernel, sizeof kernel, "warp-row 32x%d b%d", shape.vectors_per_thread,
+                            shape.rows_per_block);
             } else if (shape.reload) {
               std::snprintf(kernel, sizeof kernel, "reload %dx%d", shape.threads_per_row,
                             shape.vectors_per_thread);

@@ -71,12 +71,12 @@ fi
 if has sanitizer; then
   stamp sanitizer
   filter='RmsNormCuda.NanConfinedToItsRow:RmsNormCudaBatched.MixedSegmentsInOneLaunch:RmsNormCuda.MisalignedPointers'
-  filter+=':RmsNormCudaStaged.InPlace:RmsNormCudaReload.EveryVariantAtFewRows'
+  filter+=':RmsNormCudaStaged.InPlace:RmsNormCudaReload.EveryVariantAtFewRows:RmsNormCudaWarpRow.EveryVariantAtFewRows'
   {
     timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 normd_gpu_tests --gtest_brief=1 \
       --gtest_filter="$filter"; echo "memcheck rc=$?"
     timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 normd_gpu_tests --gtest_brief=1 \
-      --gtest_filter='RmsNormCuda.NanConfinedToItsRow:RmsNormCudaBatched.MixedSegmentsInOneLaunch:RmsNormCudaStaged.InPlace:RmsNormCudaReload.EveryVariantAtFewRows'
+      --gtest_filter='RmsNormCuda.NanConfinedToItsRow:RmsNormCudaBatched.MixedSegmentsInOneLaunch:RmsNormCudaStaged.InPlace:RmsNormCudaReload.EveryVariantAtFewRows:RmsNormCudaWarpRow.EveryVariantAtFewRows'
     echo "racecheck rc=$?"
   } 2>&1 | tee "$OUT/sanitizer.log" | tail -12
 fi

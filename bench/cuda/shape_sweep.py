@@ -18,9 +18,10 @@ rows x and r copied in one launch) are timed beside them, as ceilings rather tha
 --lib may name several builds of the library (comma separated): each variant is then timed on
 each, labelled by its position (0:, 1:, ...), for a same-run A/B of two builds.
 
-A variant is "auto" or keys joined by "+": reload, lean, staging (auto / off / on), n (vectors per
-thread), g (threads per row), cluster (CTAs per row in a cluster), split (CTAs per row of the
-split-row kernel), pdl (0 none, 1 weight after the wait, 2 before). A variant the library
+A variant is "auto" or keys joined by "+": reload, lean, staging, warp (the warp-row kernel)
+(auto / off / on), n (vectors per thread), g (threads per row), b (rows per block), cluster (CTAs
+per row in a cluster), split (CTAs per row of the split-row kernel), pdl (0 none, 1 weight after
+the wait, 2 before). A variant the library
 refuses for a shape (an override that cannot hold the row) prints "refused".
 """
 import argparse
@@ -36,7 +37,7 @@ from compare_kernels import (DTYPES, EPS, compiled_formulas, copy_of_same_bytes,
                              eager_fused, eager_plain, implementations)
 
 TRISTATE = {"auto": 0, "off": 1, "on": 2}
-KEYS = ("pdl", "reload", "lean", "staging", "n", "g", "cluster", "split")
+KEYS = ("pdl", "reload", "lean", "staging", "n", "g", "cluster", "split", "warp", "b")
 
 
 def parse_variant(spec):
@@ -48,7 +49,8 @@ def parse_variant(spec):
         key, _, value = part.partition("=")
         if key not in values:
             raise ValueError(f"unknown key {key!r} in variant {spec!r}")
-        values[key] = TRISTATE[value] if key in ("reload", "lean", "staging") else int(value)
+        values[key] = (TRISTATE[value] if key in ("reload", "lean", "staging", "warp")
+                       else int(value))
     return values
 
 

@@ -14,6 +14,7 @@
 #include "kernels/cuda/rmsnorm_split_push_kernel.cuh"
 #include "kernels/cuda/rmsnorm_split_row_kernel.cuh"
 #include "kernels/cuda/rmsnorm_staged_kernel.cuh"
+#include "kernels/cuda/rmsnorm_warp_row_kernel.cuh"
 
 namespace normd::cuda::internal {
 
@@ -78,6 +79,37 @@ void (*ReloadKernelFor(const RmsNormSegment& seg, const KernelShape& shape))(Ker
   constexpr auto kEither = WeightKind::kEither;
   return residual ? ReloadKernelFor<T, true, kEither>(shape)
                   : ReloadKernelFor<T, false, kEither>(shape);
+}
+
+template <typename T, bool kResidual, WeightKind kW>
+void (*WarpRowKernelFor(int vectors_per_thread))(KernelParams) {
+  switch (vectors_per_thread) {
+    case 1:
+      return RmsNormWarpRowKernel<T, 1, kResidual, kW>;
+    case 2:
+      return RmsNormWarpRowKernel<T, 2, kResidual, kW>;
+    case 4:
+      return RmsNormWarpRowKernel<T, 4, kResidual, kW>;
+    default:
+      return nullptr;
+  }
+}
+
+// The warp-row kernel for a single segment on the vector path (Launch checks
+// SingleSegmentOnVectorPath); 16-bit weights like the input take the variant that knows it.
+template <typename T>
+void (*WarpRowKernelFor(const RmsNormSegment& seg, int vectors_per_thread))(KernelParams) {
+  const bool residual = seg.residual != nullptr;
+  if constexpr (sizeof(T) == 2) {
+    if (seg.weight_dtype != DType::kFloat32) {
+      constexpr auto kLike = WeightKind::kLikeInput;
+      return residual ? WarpRowKernelFor<T, true, kLike>(vectors_per_thread)
+                      : WarpRowKernelFor<T, false, kLike>(vectors_per_thread);
+    }
+  }
+  constexpr auto kEither = WeightKind::kEither;
+  return residual ? WarpRowKernelFor<T, true, kEither>(vectors_per_thread)
+                  : WarpRowKernelFor<T, false, kEither>(vectors_per_thread);
 }
 
 template <typename T, bool kResidual>

@@ -14,6 +14,7 @@
 #include "kernels/cuda/rmsnorm_split_row_kernel.cuh"
 #include "kernels/cuda/rmsnorm_staged_kernel.cuh"
 #include "kernels/cuda/rmsnorm_two_pass_kernel.cuh"
+#include "kernels/cuda/rmsnorm_warp_row_kernel.cuh"
 
 namespace normd::cuda {
 namespace {
@@ -124,14 +125,27 @@ int64_t VectorsPerRow(DType dtype, int64_t hidden) {
 }
 
 // A register-path shape (register or reload kernel) of groups of g threads, n vectors each: groups
-// under 128 threads share blocks of kSmallGroupBlockThreads.
-KernelShape GroupShape(int64_t g, int64_t n, bool reload) {
+// under 128 threads share blocks of kSmallGroupBlockThreads, or `rows_per_block` rows where that
+// is given (RmsNormOptions::rows_per_block; threads_per_row == 0 where such a block would not be
+// whole warps of at most kMaxBlockThreads).
+KernelShape GroupShape(int64_t g, int64_t n, bool reload, int rows_per_block) {
   KernelShape shape;
+  if (g < 128 && rows_per_block != 0) {
+    const int64_t threads = g * rows_per_block;
+    if (rows_per_block < 0 || threads > internal::kMaxBlockThreads || threads % 32 != 0) {
+      return shape;
+    }
+  }
   shape.reload = reload;
   shape.threads_per_row = static_cast<int>(g);
   shape.vectors_per_thread = static_cast<int>(n);
-  shape.rows_per_block =
-      g >= 128 ? 1 : static_cast<int>(std::max<int64_t>(1, kSmallGroupBlockThreads / g));
+  if (g >= 128) {
+    shape.rows_per_block = 1;
+  } else if (rows_per_block != 0) {
+    shape.rows_per_block = rows_per_block;
+  } else {
+    shape.rows_per_block = static_cast<int>(std::max<int64_t>(1, kSmallGroupBlockThreads / g));
+  }
   shape.threads_per_block = shape.rows_per_block * shape.threads_per_row;
   return shape;
 }
@@ -265,7 +279,7 @@ bool ReloadWideWins(DType dtype, int64_t hidden, int64_t rows) {
 // automatic); threads_per_row == 0 where the row does not fit 1024 threads of four vectors or the
 // overrides cannot hold it.
 KernelShape ReloadShape(int64_t vectors, int automatic_vectors, int vectors_per_thread,
-                        int threads_per_row) {
+                        int threads_per_row, int rows_per_block) {
   KernelShape shape;
   int64_t n = vectors_per_thread != 0 ? vectors_per_thread : automatic_vectors;
   if (vectors_per_thread == 0 && threads_per_row != 0) {
@@ -277,7 +291,7 @@ KernelShape ReloadShape(int64_t vectors, int automatic_vectors, int vectors_per_
   if (n != 1 && n != 2 && n != 4) return shape;
   const int64_t g = threads_per_row != 0 ? threads_per_row : GroupThreadsFor(CeilDiv(vectors, n));
   if (g > internal::kReloadMaxThreads || !WholeGroup(g) || g * n < vectors) return shape;
-  return GroupShape(g, n, /*reload=*/true);
+  return GroupShape(g, n, /*reload=*/true, rows_per_block);
 }
 
 // The reload kernel's shape if this launch takes it: forced (kOn), or under kAuto with no other
@@ -295,10 +309,65 @@ KernelShape ChosenReloadShape(DType dtype, int64_t hidden, int64_t rows, bool re
   }
   KernelShape shape =
       ReloadShape(VectorsPerRow(dtype, hidden), ReloadVectorsFor(dtype, hidden, rows, residual),
-                  options.vectors_per_thread, options.threads_per_row);
+                  options.vectors_per_thread, options.threads_per_row, options.rows_per_block);
   // Four vectors with a residual always take the 64-register build (the launcher's rule).
   shape.reload_wide =
       shape.vectors_per_thread == 4 && (residual || ReloadWideWins(dtype, hidden, rows));
+  return shape;
+}
+
+// The warp-row kernel's rows per block unless overridden: 128-thread blocks (v15, calls warp_row
+// and v15: 4 rows took 0.96-1.03 of the time of 2, 0.83-0.99 of 1 (32-thread blocks: at most 32
+// per multiprocessor, 1024 threads), 0.97-1.01 of 8).
+constexpr int kWarpRowRowsPerBlock = 4;
+
+// Where the warp-row kernel beat the automatic choice before it on the H200 (v15, calls hold,
+// warp_row and v15; do_bench, 3-5 interleaved rounds): 16-bit rows of H 1024 from 1024 to 16384
+// rows, plain (the reload kernel's 32-register builds of two and four vectors before) and with a
+// residual (its one- and four-vector builds), 0.81-0.96 of the time. At 65536 rows it tied
+// plain (0.99-1.02) and lost with a residual (1.01-1.03): the reload kernel stays. fp32 rows of
+// 1024 need eight vectors per lane, which it has no build for; other H were not measured.
+bool WarpRowWins(DType dtype, int64_t hidden, int64_t rows) {
+  return dtype != DType::kFloat32 && hidden == 1024 && rows >= 1024 && rows < 65536;
+}
+
+// The warp-row kernel's shape if this launch takes it: forced (kOn), or under kAuto with no other
+// tuning override where WarpRowWins. `none` (threads_per_row 1, warp_row false) where it is not
+// chosen; threads_per_row == 0 where it is forced but cannot hold the row (more than 32 x 4
+// vectors), or with an override it does not take (another kernel forced, threads_per_row other
+// than 32, rows_per_block past kWarpRowMaxThreads).
+KernelShape ChosenWarpRowShape(DType dtype, int64_t hidden, int64_t rows,
+                               const RmsNormOptions& options, bool overridden) {
+  KernelShape none;
+  none.threads_per_row = 1;
+  const bool forced = options.warp_row == RmsNormOptions::WarpRow::kOn;
+  const bool other_kernel_forced = options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
+                                   options.staging == RmsNormOptions::Staging::kOn;
+  if (!forced && (options.warp_row == RmsNormOptions::WarpRow::kOff || overridden ||
+                  other_kernel_forced || !WarpRowWins(dtype, hidden, rows))) {
+    return none;
+  }
+  KernelShape shape;
+  if (options.two_pass || options.cluster_ctas > 1 || options.split_ctas > 1 ||
+      options.reload == RmsNormOptions::Reload::kOn ||
+      options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
+      (options.threads_per_row != 0 && options.threads_per_row != 32)) {
+    return shape;
+  }
+  const int64_t vectors = VectorsPerRow(dtype, hidden);
+  int64_t n = options.vectors_per_thread;
+  if (n == 0) {
+    n = 1;
+    while (n < 4 && 32 * n < vectors) n *= 2;
+  }
+  if ((n != 1 && n != 2 && n != 4) || 32 * n < vectors) return shape;
+  const int64_t b = options.rows_per_block != 0 ? options.rows_per_block : kWarpRowRowsPerBlock;
+  if (b < 1 || 32 * b > internal::kWarpRowMaxThreads) return shape;
+  shape.warp_row = true;
+  shape.threads_per_row = 32;
+  shape.vectors_per_thread = static_cast<int>(n);
+  shape.rows_per_block = static_cast<int>(b);
+  shape.threads_per_block = static_cast<int>(32 * b);
   return shape;
 }
 
@@ -447,8 +516,13 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
   if (!ValidDType(dtype) || hidden < 1 || hidden > kMaxHidden) return shape;
   const bool overridden = options.two_pass || options.threads_per_row != 0 ||
                           options.vectors_per_thread != 0 || options.cluster_ctas > 1 ||
-                          options.split_ctas > 1 || options.reload == RmsNormOptions::Reload::kOn;
+                          options.split_ctas > 1 || options.reload == RmsNormOptions::Reload::kOn ||
+                          options.warp_row == RmsNormOptions::WarpRow::kOn;
   const int64_t vectors = VectorsPerRow(dtype, hidden);
+  if (const KernelShape warp_row = ChosenWarpRowShape(dtype, hidden, rows, options, overridden);
+      warp_row.threads_per_row != 1) {
+    return warp_row;  // the warp-row kernel, or an invalid override
+  }
   if (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
       (options.lean_two_pass == RmsNormOptions::LeanTwoPass::kAuto && !overridden &&
        LeanTwoPassWins(dtype, hidden, rows, residual))) {
@@ -554,7 +628,7 @@ KernelShape ChooseKernelShape(DType dtype, int64_t hidden, int64_t rows, bool re
       g = g2;
     }
   }
-  return GroupShape(g, n, /*reload=*/false);
+  return GroupShape(g, n, /*reload=*/false, options.rows_per_block);
 }
 
 StagedShape ChooseStagedShape(DType dtype, int64_t hidden, int64_t rows, bool residual,
@@ -577,8 +651,12 @@ StagedShape ChooseStagedShape(DType dtype, int64_t hidden, int64_t rows, bool re
         (residual || dtype == DType::kFloat32))) {
     return shape;
   }
-  // Where the reload kernel is chosen and holds the row (forced, or measured faster: 16-bit fused
-  // H 16384), it runs instead.
+  // Where the warp-row kernel is forced (it refuses rows it cannot hold) or the reload kernel is
+  // chosen and holds the row (forced, or measured faster: 16-bit fused H 16384), they run instead.
+  if (options.staging == RmsNormOptions::Staging::kAuto &&
+      options.warp_row == RmsNormOptions::WarpRow::kOn) {
+    return shape;
+  }
   if (options.staging == RmsNormOptions::Staging::kAuto &&
       ChosenReloadShape(dtype, hidden, rows, residual, options).threads_per_row != 0) {
     return shape;

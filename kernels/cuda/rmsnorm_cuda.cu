@@ -1,9 +1,9 @@
 // Host launchers of the RMSNorm kernels (rmsnorm_kernels.cuh, rmsnorm_two_pass_kernel.cuh,
-// rmsnorm_cluster_kernel.cuh, and through kernel_instances.cuh the staged, reload, split-row and
-// push kernels): take the kernel and shape that kernel_shapes.cu chooses from the dtype, hidden
-// size and rows (the kernel template's instance from kernel_instances.cuh), check what can be
-// checked on the host, and launch with cudaLaunchKernelEx (so that programmatic dependent launch
-// and clusters are one attribute away).
+// rmsnorm_cluster_kernel.cuh, and through kernel_instances.cuh the staged, reload, warp-row,
+// split-row and push kernels): take the kernel and shape that kernel_shapes.cu chooses from the
+// dtype, hidden size and rows (the kernel template's instance from kernel_instances.cuh), check
+// what can be checked on the host, and launch with cudaLaunchKernelEx (so that programmatic
+// dependent launch and clusters are one attribute away).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -33,6 +33,7 @@ using internal::SplitPushKernelFor;
 using internal::SplitRowKernelFor;
 using internal::StagedKernelFor;
 using internal::ValidDType;
+using internal::WarpRowKernelFor;
 
 // Launches of at most this many blocks (under two waves of the H200's 132 multiprocessors) are
 // latency-bound: their kernels load the weight together with the row instead of after the
@@ -192,9 +193,9 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
   const bool early = blocks <= kLatencyBoundBlocks;
   // The weight through shared memory (RmsNormOptions::weights_through_shared): its bytes.
   size_t shared_bytes = 0;
-  if (options.weights_through_shared && !shape.reload && residual && !early &&
-      blocks <= kSharedWeightMaxBlocks &&
-      params.table == nullptr && internal::CanVectorize<T>(params.single, params.hidden)) {
+  if (options.weights_through_shared && !shape.reload && !shape.warp_row && residual && !early &&
+      blocks <= kSharedWeightMaxBlocks && params.table == nullptr &&
+      internal::CanVectorize<T>(params.single, params.hidden)) {
     // RmsNorm admits weights of the input's dtype or fp32 only.
     const int64_t bytes =
         params.hidden * static_cast<int64_t>(ItemSize(params.single.weight_dtype));
@@ -208,7 +209,9 @@ cudaError_t LaunchTyped(KernelParams params, const KernelShape& shape, bool resi
   // batched launch's segments may mix weight dtypes.
   const bool weights_like_input =
       sizeof(T) == 2 && params.table == nullptr && params.single.weight_dtype != DType::kFloat32;
-  if (shape.reload) {
+  if (shape.warp_row) {
+    kernel = WarpRowKernelFor<T>(params.single, shape.vectors_per_thread);
+  } else if (shape.reload) {
     kernel = ReloadKernelFor<T>(params.single, shape);
   } else if (shape.two_pass) {
     if (shape.lean) {
@@ -341,6 +344,8 @@ cudaError_t Launch(DType dtype, KernelParams params, bool residual, const RmsNor
       chosen.split_ctas = internal::kMaxClusterCtas;
     } else if (shape.reload && !SingleSegmentOnVectorPath(dtype, params)) {
       chosen.reload = RmsNormOptions::Reload::kOff;
+    } else if (shape.warp_row && !SingleSegmentOnVectorPath(dtype, params)) {
+      chosen.warp_row = RmsNormOptions::WarpRow::kOff;
     } else if (shape.split_ctas > 1 && !shape.split_push && !SplitRowCanRun(dtype, params)) {
       chosen.split_ctas = 1;
       // A forced split's threads_per_row is the split kernel's CTA size, not a row group that the
@@ -386,12 +391,13 @@ cudaError_t RmsNormBatched(const RmsNormLaunch& launch, cudaStream_t stream,
   params.total_rows = launch.total_rows;
   params.weight_before_wait = 0;  // the weight pointer itself comes from the table
   // The lean and reload kernels' automatic choices were measured on single segments only (and the
-  // reload kernel takes no table).
+  // reload and warp-row kernels take no table).
   RmsNormOptions batched_options = options;
   if (batched_options.lean_two_pass == RmsNormOptions::LeanTwoPass::kAuto) {
     batched_options.lean_two_pass = RmsNormOptions::LeanTwoPass::kOff;
   }
   batched_options.reload = RmsNormOptions::Reload::kOff;
+  batched_options.warp_row = RmsNormOptions::WarpRow::kOff;
   return Launch(launch.dtype, params, /*residual=*/true, batched_options, stream);
 }
 
@@ -433,7 +439,7 @@ extern "C" int normd_cuda_rmsnorm(int dtype, int64_t hidden, int64_t rows, const
                                   float weight_offset, void* stream, int pdl) {
   return normd_cuda_rmsnorm_tuned(dtype, hidden, rows, input, output, residual, residual_out,
                                   weight, weight_dtype, eps, weight_offset, stream,
-                                  pdl != 0 ? 2 : 0, 0, 0, 0, 0, 0, 0, 0);
+                                  pdl != 0 ? 2 : 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
 extern "C" int normd_cuda_rmsnorm_tuned(int dtype, int64_t hidden, int64_t rows, const void* input,
@@ -441,23 +447,26 @@ extern "C" int normd_cuda_rmsnorm_tuned(int dtype, int64_t hidden, int64_t rows,
                                         const void* weight, int weight_dtype, float eps,
                                         float weight_offset, void* stream, int pdl, int reload,
                                         int lean, int staging, int vectors_per_thread,
-                                        int threads_per_row, int cluster_ctas, int split_ctas) {
+                                        int threads_per_row, int cluster_ctas, int split_ctas,
+                                        int warp_row, int rows_per_block) {
   using Options = normd::cuda::RmsNormOptions;
   if (pdl < 0 || pdl > 2 || reload < 0 || reload > 2 || lean < 0 || lean > 2 || staging < 0 ||
-      staging > 2) {
+      staging > 2 || warp_row < 0 || warp_row > 2) {
     return static_cast<int>(cudaErrorInvalidValue);
   }
   Options options;
   options.programmatic_dependent_launch = pdl != 0;
   options.weight_before_dependency_wait = pdl == 2;
-  // 0, 1, 2 are kAuto, kOff, kOn in all three enums.
+  // 0, 1, 2 are kAuto, kOff, kOn in all four enums.
   options.reload = static_cast<Options::Reload>(reload);
   options.lean_two_pass = static_cast<Options::LeanTwoPass>(lean);
   options.staging = static_cast<Options::Staging>(staging);
+  options.warp_row = static_cast<Options::WarpRow>(warp_row);
   options.vectors_per_thread = vectors_per_thread;
   options.threads_per_row = threads_per_row;
   options.cluster_ctas = cluster_ctas;
   options.split_ctas = split_ctas;
+  options.rows_per_block = rows_per_block;
   normd::RmsNormSegment segment;
   segment.input = input;
   segment.output = output;

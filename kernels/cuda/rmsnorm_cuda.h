@@ -116,6 +116,22 @@ struct RmsNormOptions {
   // cannot hold get the kernel that would have run without it.
   enum class Reload { kAuto, kOff, kOn };
   Reload reload = Reload::kAuto;
+  // Whether to run the warp-row kernel (RmsNormWarpRowKernel: one warp per row, the row and its
+  // weight held in registers for a single pass, 32 threads per row fixed at compile time; rows of
+  // up to 128 vectors, i.e. H <= 1024 of a 16-bit type or 512 of fp32). kAuto takes it for
+  // single-segment launches of the shapes where it measured faster on the H200 (WarpRowWins in
+  // kernel_shapes.cu, docs/KERNELS.md "v15"); kOn forces it, with vectors_per_thread (1, 2 or 4;
+  // else the fewest that hold the row) and rows_per_block as the overrides it takes (a row it
+  // cannot hold is refused with cudaErrorInvalidValue); batched launches and unaligned pointers
+  // get the kernel that would have run without it.
+  enum class WarpRow { kAuto, kOff, kOn };
+  WarpRow warp_row = WarpRow::kAuto;
+  // Tuning override for benchmarks: rows per block where the register, reload or warp-row kernel
+  // runs row groups of fewer than 128 threads (0: automatic: 256-thread blocks, or the warp-row
+  // kernel's kWarpRowRowsPerBlock). Blocks must stay whole warps of at most 512 threads (256 for
+  // the warp-row kernel; else refused with cudaErrorInvalidValue); it does not change which
+  // kernel runs, and kernels of one row per block ignore it.
+  int rows_per_block = 0;
 };
 
 // The kernel shape the launchers pick for a hidden size (exposed for benchmarks and notes).
@@ -136,6 +152,7 @@ struct KernelShape {
   // row, one 1024-thread block per multiprocessor) rather than the 32-register one. Always with a
   // residual.
   bool reload_wide = false;
+  bool warp_row = false;  // the warp-row kernel (RmsNormOptions::WarpRow): threads_per_row 32
   int rows_per_block = 0;
   int threads_per_block = 0;
 };
@@ -190,14 +207,15 @@ extern "C" NORMD_CUDA_API int normd_cuda_rmsnorm(int dtype, int64_t hidden, int6
                                                  float weight_offset, void* stream, int pdl);
 
 // normd_cuda_rmsnorm with RmsNormOptions' tuning overrides, for sweeps that time our kernel's
-// variants the way compare_kernels.py times it (bench/cuda/shape_sweep.py). reload, lean and
-// staging: 0 automatic, 1 off, 2 on; vectors_per_thread, threads_per_row, cluster_ctas,
-// split_ctas: 0 automatic, else the override; pdl: 0 none, 1 programmatic dependent launch with the
-// weight read after the wait, 2 with it read before (as normd_cuda_rmsnorm's pdl != 0).
+// variants the way compare_kernels.py times it (bench/cuda/shape_sweep.py). reload, lean,
+// staging and warp_row: 0 automatic, 1 off, 2 on; vectors_per_thread, threads_per_row,
+// cluster_ctas, split_ctas, rows_per_block: 0 automatic, else the override; pdl: 0 none, 1
+// programmatic dependent launch with the weight read after the wait, 2 with it read before (as
+// normd_cuda_rmsnorm's pdl != 0).
 extern "C" NORMD_CUDA_API int normd_cuda_rmsnorm_tuned(
     int dtype, int64_t hidden, int64_t rows, const void* input, void* output, const void* residual,
     void* residual_out, const void* weight, int weight_dtype, float eps, float weight_offset,
     void* stream, int pdl, int reload, int lean, int staging, int vectors_per_thread,
-    int threads_per_row, int cluster_ctas, int split_ctas);
+    int threads_per_row, int cluster_ctas, int split_ctas, int warp_row, int rows_per_block);
 
 #endif  // NORMD_KERNELS_CUDA_RMSNORM_CUDA_H_

@@ -1,6 +1,6 @@
 // Host-side checks of the CUDA library, which run without a device too: arguments refused before
-// they reach it, and the shape choosers' rules (kernel_shapes.cu) for the lean, reload, cluster
-// and split-row kernels, and that every automatic shape covers its row.
+// they reach it, and the shape choosers' rules (kernel_shapes.cu) for the lean, reload,
+// warp-row, cluster and split-row kernels, and that every automatic shape covers its row.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -82,6 +82,10 @@ TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
 // the row fits 1024 threads of four vectors) or forbid it.
 TEST(RmsNormCudaArguments, ReloadChoice) {
   using Reload = cuda::RmsNormOptions::Reload;
+  // 16-bit H 1024 from 1024 to 16384 rows takes the warp-row kernel (WarpRowChoice): with it off,
+  // the reload kernel's shapes there.
+  cuda::RmsNormOptions no_warp_row;
+  no_warp_row.warp_row = cuda::RmsNormOptions::WarpRow::kOff;
   const cuda::KernelShape bf16 = cuda::ChooseKernelShape(DType::kBFloat16, 5120, 65536, false);
   EXPECT_TRUE(bf16.reload);
   EXPECT_EQ(bf16.vectors_per_thread, 2);
@@ -98,12 +102,18 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 7168, 1024, false).reload_wide);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8192, 1024, false).vectors_per_thread, 4);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8192, 4096, false).vectors_per_thread, 2);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 4096, false).threads_per_row, 64);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 16384, false).threads_per_row, 32);
+  EXPECT_EQ(
+      cuda::ChooseKernelShape(DType::kBFloat16, 1024, 4096, false, no_warp_row).threads_per_row,
+      64);
+  EXPECT_EQ(
+      cuda::ChooseKernelShape(DType::kBFloat16, 1024, 16384, false, no_warp_row).threads_per_row,
+      32);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 65536, false).threads_per_row, 32);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 1024, 16384, false).vectors_per_thread, 2);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 5120, 4096, false).vectors_per_thread, 4);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 5120, 16384, false).vectors_per_thread, 2);
-  const cuda::KernelShape narrow = cuda::ChooseKernelShape(DType::kBFloat16, 1024, 4096, false);
+  const cuda::KernelShape narrow =
+      cuda::ChooseKernelShape(DType::kBFloat16, 1024, 4096, false, no_warp_row);
   EXPECT_TRUE(narrow.reload);
   EXPECT_EQ(narrow.threads_per_row, 64);
   EXPECT_EQ(narrow.rows_per_block, 4);
@@ -139,8 +149,13 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   const cuda::KernelShape fused_four = cuda::ChooseKernelShape(DType::kBFloat16, 4096, 1024, true);
   EXPECT_EQ(fused_four.vectors_per_thread, 4);
   EXPECT_TRUE(fused_four.reload_wide);  // four with a residual: always the 64-register build
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat16, 1024, 4096, true).vectors_per_thread, 4);
-  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat16, 1024, 16384, true).vectors_per_thread, 1);
+  EXPECT_EQ(
+      cuda::ChooseKernelShape(DType::kFloat16, 1024, 4096, true, no_warp_row).vectors_per_thread,
+      4);
+  EXPECT_EQ(
+      cuda::ChooseKernelShape(DType::kFloat16, 1024, 16384, true, no_warp_row).vectors_per_thread,
+      1);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat16, 1024, 65536, true).vectors_per_thread, 1);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 2048, true).reload);
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 1024, 1024, true).reload);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 4096, 4096, true).vectors_per_thread, 2);
@@ -419,10 +434,104 @@ TEST(RmsNormCudaArguments, PushChoice) {
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8, 1, false, on).threads_per_row, 0);
 }
 
+// The warp-row kernel (v15): automatically for 16-bit rows of H 1024 from 1024 to 16384 rows,
+// plain or with a residual, four vectors per lane in 128-thread blocks; forced where 32 lanes of
+// up to four vectors hold the row, refused where they do not or with an override it does not take.
+TEST(RmsNormCudaArguments, WarpRowChoice) {
+  using WarpRow = cuda::RmsNormOptions::WarpRow;
+  for (const DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+    for (const bool residual : {false, true}) {
+      for (const int64_t rows : {1024, 4096, 16384, 65535}) {
+        const cuda::KernelShape s = cuda::ChooseKernelShape(dtype, 1024, rows, residual);
+        EXPECT_TRUE(s.warp_row) << rows;
+        EXPECT_FALSE(s.reload) << rows;
+        EXPECT_EQ(s.threads_per_row, 32);
+        EXPECT_EQ(s.vectors_per_thread, 4);
+        EXPECT_EQ(s.rows_per_block, 4);
+        EXPECT_EQ(s.threads_per_block, 128);
+      }
+      EXPECT_FALSE(cuda::ChooseKernelShape(dtype, 1024, 1023, residual).warp_row);
+      EXPECT_FALSE(cuda::ChooseKernelShape(dtype, 1024, 65536, residual).warp_row);
+      EXPECT_FALSE(cuda::ChooseKernelShape(dtype, 1000, 16384, residual).warp_row);  // not measured
+      EXPECT_FALSE(cuda::ChooseKernelShape(dtype, 2048, 16384, residual).warp_row);
+    }
+  }
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 1024, 16384, false).warp_row);
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 512, 16384, false).warp_row);
+  // Off, or another tuning override: the kernel that would have run without it.
+  cuda::RmsNormOptions off;
+  off.warp_row = WarpRow::kOff;
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 16384, false, off).reload);
+  // rows_per_block sets the reload kernel's blocks of row groups too, within 512 threads.
+  off.rows_per_block = 2;
+  const cuda::KernelShape reload_two =
+      cuda::ChooseKernelShape(DType::kBFloat16, 1024, 16384, false, off);
+  EXPECT_TRUE(reload_two.reload);
+  EXPECT_EQ(reload_two.threads_per_block, 64);
+  off.rows_per_block = 32;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 16384, false, off).threads_per_row, 0);
+  cuda::RmsNormOptions lean;
+  lean.lean_two_pass = cuda::RmsNormOptions::LeanTwoPass::kOn;
+  EXPECT_TRUE(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 16384, false, lean).lean);
+  cuda::RmsNormOptions vectors;
+  vectors.vectors_per_thread = 2;
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 16384, false, vectors).warp_row);
+  // Forced: the fewest vectors per lane that hold the row, or the override.
+  cuda::RmsNormOptions on;
+  on.warp_row = WarpRow::kOn;
+  const cuda::KernelShape fp32_512 = cuda::ChooseKernelShape(DType::kFloat32, 512, 3, true, on);
+  EXPECT_TRUE(fp32_512.warp_row);
+  EXPECT_EQ(fp32_512.vectors_per_thread, 4);  // 128 vectors
+  const cuda::KernelShape bf16_500 = cuda::ChooseKernelShape(DType::kBFloat16, 500, 1, false, on);
+  EXPECT_TRUE(bf16_500.warp_row);             // the launcher falls back: not whole vectors
+  EXPECT_EQ(bf16_500.vectors_per_thread, 2);  // 63 vectors
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat16, 8, 1, false, on).vectors_per_thread, 1);
+  on.rows_per_block = 8;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 5, false, on).threads_per_block, 256);
+  on.rows_per_block = 1;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 5, false, on).threads_per_block, 32);
+  // Refused: rows past 32 x 4 vectors, fewer vectors than the row needs, blocks past 256
+  // threads, other group sizes, another kernel forced with it.
+  on.rows_per_block = 0;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 1024, 5, false, on).threads_per_row, 0);
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 2048, 5, false, on).threads_per_row, 0);
+  cuda::RmsNormOptions too_few = on;
+  too_few.vectors_per_thread = 2;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 5, false, too_few).threads_per_row, 0);
+  too_few.vectors_per_thread = 3;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8, 5, false, too_few).threads_per_row, 0);
+  cuda::RmsNormOptions big_blocks = on;
+  big_blocks.rows_per_block = 16;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 5, false, big_blocks).threads_per_row,
+            0);
+  cuda::RmsNormOptions wide_group = on;
+  wide_group.threads_per_row = 64;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 5, false, wide_group).threads_per_row,
+            0);
+  cuda::RmsNormOptions with_reload = on;
+  with_reload.reload = cuda::RmsNormOptions::Reload::kOn;
+  EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 5, false, with_reload).threads_per_row,
+            0);
+  // ... and by the launcher: the forced kernel that cannot hold the row never falls back.
+  int dummy = 0;
+  RmsNormSegment seg;
+  seg.input = &dummy;
+  seg.output = &dummy;
+  seg.weight = &dummy;
+  seg.weight_dtype = DType::kFloat32;
+  seg.rows = 1;
+  EXPECT_EQ(cuda::RmsNorm(DType::kFloat32, 1024, seg, nullptr, on), cudaErrorInvalidValue);
+  // The C entry takes warp_row 0-2.
+  EXPECT_EQ(normd_cuda_rmsnorm_tuned(static_cast<int>(DType::kBFloat16), 1024, 0, nullptr, nullptr,
+                                     nullptr, nullptr, nullptr, static_cast<int>(DType::kBFloat16),
+                                     1e-6f, 0.0f, nullptr, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0),
+            static_cast<int>(cudaErrorInvalidValue));
+}
+
 TEST(RmsNormCudaArguments, ShapesCoverTheRow) {
   for (const DType dtype : kDTypes) {
     for (int64_t hidden = 1; hidden <= cuda::kMaxHidden; hidden += 1 + hidden / 7) {
-      for (const int64_t rows : {1, 1000, 100000}) {
+      for (const int64_t rows : {1, 1000, 16384, 100000}) {
         const cuda::KernelShape s = cuda::ChooseKernelShape(dtype, hidden, rows, rows == 1000);
         ASSERT_GT(s.threads_per_row, 0) << hidden;
         if (s.two_pass) {
