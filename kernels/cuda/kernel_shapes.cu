@@ -316,19 +316,21 @@ KernelShape ChosenReloadShape(DType dtype, int64_t hidden, int64_t rows, bool re
   return shape;
 }
 
-// The warp-row kernel's rows per block unless overridden: 128-thread blocks (v15, calls warp_row
-// and v15: 4 rows took 0.96-1.03 of the time of 2, 0.83-0.99 of 1 (32-thread blocks: at most 32
-// per multiprocessor, 1024 threads), 0.97-1.01 of 8).
+// The warp-row kernel's rows per block unless overridden: 128-thread blocks (call warp_row, 16-bit
+// H 1024 at 1024 and 16384 rows: four rows took 0.90-1.03 of the time of two, 0.82-1.03 of one
+// (32-thread blocks, at most 32 per multiprocessor) and 0.91-1.01 of eight).
 constexpr int kWarpRowRowsPerBlock = 4;
 
-// Where the warp-row kernel beat the automatic choice before it on the H200 (v15, calls hold,
-// warp_row and v15; do_bench, 3-5 interleaved rounds): 16-bit rows of H 1024 from 1024 to 16384
-// rows, plain (the reload kernel's 32-register builds of two and four vectors before) and with a
-// residual (its one- and four-vector builds), 0.81-0.96 of the time. At 65536 rows it tied
-// plain (0.99-1.02) and lost with a residual (1.01-1.03): the reload kernel stays. fp32 rows of
-// 1024 need eight vectors per lane, which it has no build for; other H were not measured.
+// Where the warp-row kernel beat the automatic choice before it on the H200 (v15, calls hold and
+// warp_row; do_bench, 3-5 interleaved rounds, four rows per block): 16-bit rows of H 1024 at 1024
+// rows (0.82-0.83 of the reload kernel's time, bf16 plain and with a residual) and 16384 rows
+// (plain 0.91, with a residual 0.96-0.98). At 4096 rows it tied (0.91-1.05, three of four points
+// slower) and at 65536 it lost (1.02-1.03): the reload kernel stays from 4096 rows below 16384 and
+// from 65536. Rows between measured counts take the kernel of the count below them. fp32 rows of
+// 1024 would need eight vectors per lane, which it has no build for; other H were not measured.
 bool WarpRowWins(DType dtype, int64_t hidden, int64_t rows) {
-  return dtype != DType::kFloat32 && hidden == 1024 && rows >= 1024 && rows < 65536;
+  if (dtype == DType::kFloat32 || hidden != 1024) return false;
+  return (rows >= 1024 && rows < 4096) || (rows >= 16384 && rows < 65536);
 }
 
 // The warp-row kernel's shape if this launch takes it: forced (kOn), or under kAuto with no other

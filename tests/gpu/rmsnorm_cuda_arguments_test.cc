@@ -82,8 +82,8 @@ TEST(RmsNormCudaArguments, LeanTwoPassChoice) {
 // the row fits 1024 threads of four vectors) or forbid it.
 TEST(RmsNormCudaArguments, ReloadChoice) {
   using Reload = cuda::RmsNormOptions::Reload;
-  // 16-bit H 1024 from 1024 to 16384 rows takes the warp-row kernel (WarpRowChoice): with it off,
-  // the reload kernel's shapes there.
+  // 16-bit H 1024 at 16384 rows takes the warp-row kernel (WarpRowChoice): with it off, the
+  // reload kernel's shapes there.
   cuda::RmsNormOptions no_warp_row;
   no_warp_row.warp_row = cuda::RmsNormOptions::WarpRow::kOff;
   const cuda::KernelShape bf16 = cuda::ChooseKernelShape(DType::kBFloat16, 5120, 65536, false);
@@ -434,14 +434,15 @@ TEST(RmsNormCudaArguments, PushChoice) {
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kBFloat16, 8, 1, false, on).threads_per_row, 0);
 }
 
-// The warp-row kernel (v15): automatically for 16-bit rows of H 1024 from 1024 to 16384 rows,
-// plain or with a residual, four vectors per lane in 128-thread blocks; forced where 32 lanes of
-// up to four vectors hold the row, refused where they do not or with an override it does not take.
+// The warp-row kernel (v15): automatically for 16-bit rows of H 1024 from 1024 rows below 4096
+// and from 16384 below 65536, plain or with a residual, four vectors per lane in 128-thread
+// blocks; forced where 32 lanes of up to four vectors hold the row, refused where they do not or
+// with an override it does not take.
 TEST(RmsNormCudaArguments, WarpRowChoice) {
   using WarpRow = cuda::RmsNormOptions::WarpRow;
   for (const DType dtype : {DType::kBFloat16, DType::kFloat16}) {
     for (const bool residual : {false, true}) {
-      for (const int64_t rows : {1024, 4096, 16384, 65535}) {
+      for (const int64_t rows : {1024, 4095, 16384, 65535}) {
         const cuda::KernelShape s = cuda::ChooseKernelShape(dtype, 1024, rows, residual);
         EXPECT_TRUE(s.warp_row) << rows;
         EXPECT_FALSE(s.reload) << rows;
@@ -450,8 +451,9 @@ TEST(RmsNormCudaArguments, WarpRowChoice) {
         EXPECT_EQ(s.rows_per_block, 4);
         EXPECT_EQ(s.threads_per_block, 128);
       }
-      EXPECT_FALSE(cuda::ChooseKernelShape(dtype, 1024, 1023, residual).warp_row);
-      EXPECT_FALSE(cuda::ChooseKernelShape(dtype, 1024, 65536, residual).warp_row);
+      for (const int64_t rows : {1023, 4096, 16383, 65536}) {
+        EXPECT_FALSE(cuda::ChooseKernelShape(dtype, 1024, rows, residual).warp_row) << rows;
+      }
       EXPECT_FALSE(cuda::ChooseKernelShape(dtype, 1000, 16384, residual).warp_row);  // not measured
       EXPECT_FALSE(cuda::ChooseKernelShape(dtype, 2048, 16384, residual).warp_row);
     }

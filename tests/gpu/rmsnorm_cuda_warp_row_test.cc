@@ -120,8 +120,8 @@ TEST(RmsNormCudaWarpRow, FallsBackOffTheVectorPath) {
   }
 }
 
-// The automatic choice (v15): 16-bit H 1024 from 1024 to 16384 rows, plain and with a residual,
-// at the row counts the H sweep of rmsnorm_cuda_test.cc does not reach for it.
+// The automatic choice (v15): 16-bit H 1024 at 1024 and 16384 rows, plain and with a residual,
+// row counts the H sweep of rmsnorm_cuda_test.cc does not reach for it.
 TEST(RmsNormCudaWarpRow, AutomaticChoice) {
   NORMD_REQUIRE_DEVICE();
   Random rng(ProcessSeed() ^ 0x5C5C);
