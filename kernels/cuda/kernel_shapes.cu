@@ -343,17 +343,20 @@ KernelShape ChosenWarpRowShape(DType dtype, int64_t hidden, int64_t rows,
   KernelShape none;
   none.threads_per_row = 1;
   const bool forced = options.warp_row == RmsNormOptions::WarpRow::kOn;
-  const bool other_kernel_forced = options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
-                                   options.staging == RmsNormOptions::Staging::kOn;
-  if (!forced && (options.warp_row == RmsNormOptions::WarpRow::kOff || overridden ||
-                  other_kernel_forced || !WarpRowWins(dtype, hidden, rows))) {
-    return none;
-  }
+  const bool other_kernel_forced = options.two_pass || options.cluster_ctas > 1 ||
+                                   options.split_ctas > 1 ||
+                                   options.reload == RmsNormOptions::Reload::kOn ||
+                                   options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn;
   KernelShape shape;
-  if (options.two_pass || options.cluster_ctas > 1 || options.split_ctas > 1 ||
-      options.reload == RmsNormOptions::Reload::kOn ||
-      options.lean_two_pass == RmsNormOptions::LeanTwoPass::kOn ||
-      (options.threads_per_row != 0 && options.threads_per_row != 32)) {
+  if (!forced) {
+    // Under kAuto, only where no other kernel (the staged one included) or tuning override is
+    // asked for.
+    if (options.warp_row == RmsNormOptions::WarpRow::kOff || overridden || other_kernel_forced ||
+        options.staging == RmsNormOptions::Staging::kOn || !WarpRowWins(dtype, hidden, rows)) {
+      return none;
+    }
+  } else if (other_kernel_forced ||
+             (options.threads_per_row != 0 && options.threads_per_row != 32)) {
     return shape;
   }
   const int64_t vectors = VectorsPerRow(dtype, hidden);

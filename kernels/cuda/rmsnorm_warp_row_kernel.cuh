@@ -1,5 +1,6 @@
 // RmsNormWarpRowKernel: one warp per row, the row held in registers for a single pass.
-// Internal to the CUDA library (included through kernel_instances.cuh).
+// Internal to the CUDA library (included by kernel_instances.cuh, and by kernel_shapes.cu for its
+// block limit).
 //
 // The structure of the kernel Inductor generates for short rows (a persistent reduction: one warp
 // per row of H 1024, every load of the row and of the weight issued before any is used, one pass,
