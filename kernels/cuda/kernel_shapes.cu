@@ -197,7 +197,10 @@ bool LeanTwoPassWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 // of the register or staged kernel's time; 4.21-4.32 TB/s, as fast as the copy or faster); at
 // 4096 rows of H 5120 and 8192 (four: 0.95-0.97 of the register kernel's time in two calls) and
 // 16384 and 65536 rows of H 7168 (four: 0.97). At 4096 rows of H 3000 two vectors tied (0.98 and
-// 1.00 in two calls): the register kernel stays.
+// 1.00 in two calls): the register kernel stays. v16 (calls fp32_warp and rows1024, do_bench, 3 and
+// 5 interleaved rounds at 1024 rows, beside the register kernel that ran them): 16-bit rows with a
+// residual of H 5120 (two vectors: 0.91-0.99 of the register kernel's time), 7168 and 8192 (four:
+// 0.93-0.96), and plain fp32 H 1024 (one vector, 256-thread blocks: 0.77).
 bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (rows < 1024 || hidden < 1024 || hidden > kRegisterMaxHidden) return false;
   if (residual && dtype == DType::kFloat32) {
@@ -217,12 +220,12 @@ bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
     }
   }
   if (residual) {
-    return hidden == 3000 || hidden == 4096 || hidden == kRegisterMaxHidden ||
-           (rows >= 4096 && (hidden == 1024 || hidden == 5120 || hidden == 7168 || hidden == 8192));
+    return hidden == 3000 || hidden == 4096 || hidden == 5120 || hidden == 7168 || hidden == 8192 ||
+           hidden == kRegisterMaxHidden || (rows >= 4096 && hidden == 1024);
   }
   if (dtype != DType::kFloat32) return true;
   if (hidden == 8192) return true;
-  if (rows < 4096) return hidden == 3000 || hidden == 4096 || hidden == 7168;
+  if (rows < 4096) return hidden == 1024 || hidden == 3000 || hidden == 4096 || hidden == 7168;
   return hidden == 1024 || hidden == 3000 || hidden == 5120 || hidden == kRegisterMaxHidden ||
          (hidden == 7168 && rows < 16384);
 }
@@ -242,7 +245,10 @@ bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 // 65536 rows against 1.01 before, but 1.02-1.12 at 16384 rows against 0.94-1.12: the closest
 // call), plain fp32 H 5120 and 7168 at 4096 rows (1.01-1.02 against 1.03-1.05 for two and the
 // lean kernel). v14 (calls fused_big and v14): fp32 with a residual, two at H 3000 (0.99 of four's
-// time, 0.91-0.92 of one's) and four at H 5120 and 7168 (0.98 of two's).
+// time, 0.91-0.92 of one's) and four at H 5120 and 7168 (0.98 of two's). v16 (calls fp32_warp and
+// rows1024, 1024 rows): plain fp32 H 1024 one (0.77 of the register kernel's time; two 0.79, four
+// 0.98); 16-bit with a residual, H 7168 and 8192 four below 4096 rows (0.96-1.01 of two's in two
+// calls), H 5120 two (four 1.01-1.11 of two's).
 int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (!residual && dtype != DType::kFloat32) {
     if (hidden == 16384 || hidden == 7168) return 4;
@@ -251,6 +257,7 @@ int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   }
   if (!residual) {
     if (hidden == 8192 || hidden == 16384) return 4;
+    if (rows < 4096 && hidden == 1024) return 1;
     if (rows < 4096) return hidden == 3000 || hidden == 4096 || hidden == 7168 ? 4 : 2;
     return rows < 16384 && (hidden == 1024 || hidden == 5120 || hidden == 7168) ? 4 : 2;
   }
@@ -262,7 +269,8 @@ int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (hidden == 1024) return rows < 16384 ? 4 : 1;
   if (hidden == 4096) return rows < 4096 ? 4 : 1;
   if (hidden == 3000) return rows < 4096 ? 2 : 1;
-  return hidden == 5120 || hidden == 7168 || hidden == 8192 ? 2 : 1;
+  if (hidden == 7168 || hidden == 8192) return rows < 4096 ? 4 : 2;
+  return hidden == 5120 ? 2 : 1;
 }
 
 // Whether plain rows of four vectors per thread take the 64-register build of the reload kernel

@@ -123,7 +123,14 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 1024, false).reload);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 7168, 4096, false).vectors_per_thread, 4);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 7168, 16384, false).reload);  // lean
-  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 1024, 1024, false).reload);
+  // fp32 H 1024 below 4096 rows (v16): one vector per thread, one row per 256-thread block.
+  for (const int64_t rows : {int64_t{1024}, int64_t{4095}}) {
+    const cuda::KernelShape fp32_1024 = cuda::ChooseKernelShape(DType::kFloat32, 1024, rows, false);
+    EXPECT_TRUE(fp32_1024.reload) << rows;
+    EXPECT_EQ(fp32_1024.vectors_per_thread, 1) << rows;
+    EXPECT_EQ(fp32_1024.threads_per_block, 256) << rows;
+  }
+  EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 1024, 1023, false).reload);
   // fp32 H 8192 and, from 4096 rows, 16384: four vectors per thread (1024 threads for 16384).
   const cuda::KernelShape fp32_16k = cuda::ChooseKernelShape(DType::kFloat32, 16384, 65536, false);
   EXPECT_TRUE(fp32_16k.reload);
@@ -135,7 +142,8 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 1024, 4096, false).vectors_per_thread, 4);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 5120, 1024, false).reload);
   // With a residual (16-bit): one vector per thread at H 1024, 3000 (from 4096 rows) and 4096; two
-  // at 3000 below 4096 rows, 5120, 7168, 8192; only from 4096 rows but at H 3000 and 16384.
+  // at 3000 below 4096 rows, 5120, and 7168 and 8192 from 4096 rows; four at 7168 and 8192 below
+  // 4096 rows (v16); H 1024 only from 4096 rows.
   const cuda::KernelShape fused_one = cuda::ChooseKernelShape(DType::kBFloat16, 4096, 65536, true);
   EXPECT_TRUE(fused_one.reload);
   EXPECT_EQ(fused_one.vectors_per_thread, 1);
@@ -157,6 +165,19 @@ TEST(RmsNormCudaArguments, ReloadChoice) {
       1);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat16, 1024, 65536, true).vectors_per_thread, 1);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kBFloat16, 1024, 2048, true).reload);
+  const cuda::KernelShape h5120 = cuda::ChooseKernelShape(DType::kBFloat16, 5120, 1024, true);
+  EXPECT_TRUE(h5120.reload);
+  EXPECT_EQ(h5120.vectors_per_thread, 2);
+  for (const int64_t hidden : {int64_t{7168}, int64_t{8192}}) {
+    for (const DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+      const cuda::KernelShape few = cuda::ChooseKernelShape(dtype, hidden, 1024, true);
+      EXPECT_TRUE(few.reload && few.reload_wide) << hidden;
+      EXPECT_EQ(few.vectors_per_thread, 4) << hidden;
+      EXPECT_EQ(few.threads_per_row, hidden / 32) << hidden;
+      EXPECT_EQ(cuda::ChooseKernelShape(dtype, hidden, 4095, true).vectors_per_thread, 4) << hidden;
+      EXPECT_EQ(cuda::ChooseKernelShape(dtype, hidden, 4096, true).vectors_per_thread, 2) << hidden;
+    }
+  }
   EXPECT_TRUE(cuda::ChooseKernelShape(DType::kFloat32, 1024, 1024, true).reload);
   EXPECT_EQ(cuda::ChooseKernelShape(DType::kFloat32, 4096, 4096, true).vectors_per_thread, 2);
   EXPECT_FALSE(cuda::ChooseKernelShape(DType::kFloat32, 4096, 1024, true).reload);

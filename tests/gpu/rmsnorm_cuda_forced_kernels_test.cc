@@ -269,6 +269,41 @@ TEST(RmsNormCudaReload, AutomaticChoiceForManyFp32RowsWithResidual) {
   }
 }
 
+// The automatic choice of the reload kernel at 1024-4095 rows (v16): 16-bit rows with a residual
+// of H 5120 (two vectors per thread), 7168 and 8192 (four, the 64-register build), plain fp32 rows
+// of H 1024 (one); row counts the H sweep of rmsnorm_cuda_test.cc does not reach for them.
+TEST(RmsNormCudaReload, AutomaticChoiceAtFewThousandRows) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0xCDCD);
+  const cuda::RmsNormOptions automatic;
+  struct Case {
+    DType dtype;
+    int64_t hidden, rows;
+    bool residual;
+    int vectors_per_thread;
+  };
+  for (const Case& c :
+       {Case{DType::kBFloat16, 5120, 1024, true, 2}, Case{DType::kFloat16, 7168, 2047, true, 4},
+        Case{DType::kBFloat16, 8192, 4095, true, 4}, Case{DType::kFloat32, 1024, 3001, false, 1}}) {
+    const std::string what = std::string(DTypeName(c.dtype)) +
+                             " automatic H=" + std::to_string(c.hidden) +
+                             " rows=" + std::to_string(c.rows) + (c.residual ? " +residual" : "");
+    SCOPED_TRACE(what);
+    const cuda::KernelShape shape =
+        cuda::ChooseKernelShape(c.dtype, c.hidden, c.rows, c.residual, automatic);
+    ASSERT_TRUE(shape.reload);
+    ASSERT_EQ(shape.vectors_per_thread, c.vectors_per_thread);
+    const Inputs inputs(c.dtype, c.hidden, c.rows, rng);
+    // Weights of the input's dtype, and fp32 weights of a 16-bit row.
+    for (const DType weight_dtype : {c.dtype, DType::kFloat32}) {
+      if (weight_dtype == c.dtype && c.dtype == DType::kFloat32) continue;  // fp32 once, below
+      ASSERT_EQ(RunAndCheck(inputs, weight_dtype, c.residual, false, c.residual ? 1.0f : 0.0f,
+                            automatic, rng, what + " weight=" + DTypeName(weight_dtype)),
+                0);
+    }
+  }
+}
+
 cuda::RmsNormOptions Cluster(int ctas) {
   cuda::RmsNormOptions options;
   options.cluster_ctas = ctas;
