@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""What torch.compile does for RMSNorm at a few shapes: its generated kernels, and a run of them for ncu.
+"""What torch.compile does for RMSNorm at a few shapes: its generated kernels, and a run of them for ncu
+(or, with --anchor triton, a run of compare_kernels.py's seed Triton kernel).
 
 Compiles compare_kernels.py's eager formulas (plain, and x + r followed by the norm) with
 torch.compile(dynamic=False) for each shape given, runs each compiled function --calls times on
@@ -14,7 +15,7 @@ import sys
 
 import torch
 
-from compare_kernels import compiled_formulas
+from compare_kernels import compiled_formulas, triton_rmsnorm
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -23,8 +24,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", required=True, help="dtype:mode:ROWSxH, comma separated")
     ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--anchor", default="compile", choices=("compile", "triton"),
+                    help="compile: torch.compile's kernels; triton: compare_kernels.py's seed kernel")
     args = ap.parse_args()
-    compiled_plain, compiled_fused = compiled_formulas()
+    if args.anchor == "triton":
+        def compiled_plain(x, w):
+            triton_rmsnorm(x, w, torch.empty_like(x))
+
+        def compiled_fused(x, r, w):
+            triton_rmsnorm(x, w, torch.empty_like(x), r, torch.empty_like(x))
+    else:
+        compiled_plain, compiled_fused = compiled_formulas()
     for spec in args.shapes.split(","):
         dname, mode, dims = spec.split(":")
         rows, hidden = (int(v) for v in dims.split("x"))
