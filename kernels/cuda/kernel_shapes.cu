@@ -247,8 +247,8 @@ bool ReloadWins(DType dtype, int64_t hidden, int64_t rows, bool residual) {
 // lean kernel). v14 (calls fused_big and v14): fp32 with a residual, two at H 3000 (0.99 of four's
 // time, 0.91-0.92 of one's) and four at H 5120 and 7168 (0.98 of two's). v16 (calls fp32_warp and
 // rows1024, 1024 rows): plain fp32 H 1024 one (0.77 of the register kernel's time; two 0.79, four
-// 0.98); 16-bit with a residual, H 7168 and 8192 four below 4096 rows (0.96-1.01 of two's in two
-// calls), H 5120 two (four 1.01-1.11 of two's).
+// 0.98); 16-bit with a residual, H 7168 and 8192 four below 4096 rows (0.97-1.03 of two's in two
+// calls, faster at 7 of 8 points), H 5120 two (four 1.01-1.11 of two's).
 int ReloadVectorsFor(DType dtype, int64_t hidden, int64_t rows, bool residual) {
   if (!residual && dtype != DType::kFloat32) {
     if (hidden == 16384 || hidden == 7168) return 4;

@@ -296,7 +296,7 @@ TEST(RmsNormCudaReload, AutomaticChoiceAtFewThousandRows) {
     const Inputs inputs(c.dtype, c.hidden, c.rows, rng);
     // Weights of the input's dtype, and fp32 weights of a 16-bit row.
     for (const DType weight_dtype : {c.dtype, DType::kFloat32}) {
-      if (weight_dtype == c.dtype && c.dtype == DType::kFloat32) continue;  // fp32 once, below
+      if (weight_dtype == c.dtype && c.dtype == DType::kFloat32) continue;  // fp32: run once
       ASSERT_EQ(RunAndCheck(inputs, weight_dtype, c.residual, false, c.residual ? 1.0f : 0.0f,
                             automatic, rng, what + " weight=" + DTypeName(weight_dtype)),
                 0);
