@@ -1,14 +1,14 @@
-// normd::Mutex, MutexLock, Notification and BlockingCounter: Abseil's, with ThreadSanitizer told what
-// they synchronise.
+// normd::Mutex, MutexLock, Notification and BlockingCounter: Abseil's, with ThreadSanitizer told
+// what they synchronise.
 //
 // Why: Debian's libabsl_synchronization is not built with -fsanitize=thread, so its own annotations
 // are compiled out and TSan cannot see the happens-before an absl::Mutex (or Notification,
-// BlockingCounter) provides; it then reports every access the mutex guards as a race (RELIABILITY.md).
-// Under TSan these wrappers state the edges directly with TSan's public interface: __tsan_release on
-// the object before unlocking, notifying or counting down, __tsan_acquire after locking, waking or
-// waiting. A condition passed to Await is evaluated with the lock held, on the waiting thread or on
-// an unlocking one, inside Abseil, so its evaluation acquires and releases too. Outside TSan every
-// call is Abseil's, unchanged.
+// BlockingCounter) provides; it then reports every access the mutex guards as a race
+// (RELIABILITY.md). Under TSan these wrappers state the edges directly with TSan's public
+// interface: __tsan_release on the object before unlocking, notifying or counting down,
+// __tsan_acquire after locking, waking or waiting. A condition passed to Await is evaluated with
+// the lock held, on the waiting thread or on an unlocking one, inside Abseil, so its evaluation
+// acquires and releases too. Outside TSan every call is Abseil's, unchanged.
 #ifndef NORMD_BASE_MUTEX_H_
 #define NORMD_BASE_MUTEX_H_
 
@@ -33,7 +33,8 @@
 namespace normd {
 namespace sync_internal {
 
-// What happened before Released(p) on one thread happens before what follows Acquired(p) on another.
+// What happened before Released(p) on one thread happens before what follows Acquired(p) on
+// another.
 inline void Acquired(const void* p) {
 #ifdef NORMD_THREAD_SANITIZER
   __tsan_acquire(const_cast<void*>(p));
@@ -55,8 +56,8 @@ inline void Released(const void* p) {
 // TSan, so the ordering it guarantees between a reactor's calls into it (StartRead, StartWrite,
 // Finish) and the callbacks that follow (OnReadDone, OnWriteDone, OnDone, on another thread) is
 // invisible: the reactor's own fields, and the messages gRPC destroys after OnDone, then look
-// raced. A reactor calls HandingToLibrary(this) before each such call and TakenBackFromLibrary(this)
-// at the top of each callback; both compile to nothing outside TSan.
+// raced. A reactor calls HandingToLibrary(this) before each such call and
+// TakenBackFromLibrary(this) at the top of each callback; both compile to nothing outside TSan.
 inline void HandingToLibrary(const void* key) { sync_internal::Released(key); }
 inline void TakenBackFromLibrary(const void* key) { sync_internal::Acquired(key); }
 
@@ -92,9 +93,9 @@ class ABSL_LOCKABLE Mutex {
     const Mutex* mutex;
     const absl::Condition* condition;
   };
-  // Runs with the lock held, on the waiting thread or on one unlocking: acquire what earlier holders
-  // published, and publish this thread's accesses (reading the condition objects included) to the
-  // next holder, since Abseil then unlocks or waits out of TSan's sight.
+  // Runs with the lock held, on the waiting thread or on one unlocking: acquire what earlier
+  // holders published, and publish this thread's accesses (reading the condition objects included)
+  // to the next holder, since Abseil then unlocks or waits out of TSan's sight.
   static bool EvalGuarded(const Guarded* g) {
     sync_internal::Acquired(g->mutex);
     const bool holds = g->condition->Eval();
@@ -111,7 +112,9 @@ class ABSL_LOCKABLE Mutex {
     operator const absl::Condition&() const { return condition; }  // NOLINT: used in place of one
   };
 #ifdef NORMD_THREAD_SANITIZER
-  AnnotatedCondition Annotated(const absl::Condition& c) const { return AnnotatedCondition(this, c); }
+  AnnotatedCondition Annotated(const absl::Condition& c) const {
+    return AnnotatedCondition(this, c);
+  }
 #else
   const absl::Condition& Annotated(const absl::Condition& c) const { return c; }
 #endif
@@ -171,12 +174,13 @@ class BlockingCounter {
   absl::BlockingCounter counter_;
 };
 
-// Debian's Abseil is built with its debug checks on, so every absl::Mutex lock, normd's and the gRPC
-// library's own alike, runs deadlock detection: it records lock order in a graph guarded by one
-// process-wide lock. On the development VM that made a nested pair of lock/unlock 107 ns instead of
-// 29, and a lock of a fresh mutex 79 ns instead of 16, and every thread of the process meets at that
-// one lock. The binaries that serve or generate load (normd, normd-echo, normbench) turn it off at
-// start-up, before any thread starts; the tests keep it, where it can find a lock-order bug.
+// Debian's Abseil is built with its debug checks on, so every absl::Mutex lock, normd's and the
+// gRPC library's own alike, runs deadlock detection: it records lock order in a graph guarded by
+// one process-wide lock. On the development VM that made a nested pair of lock/unlock 107 ns
+// instead of 29, and a lock of a fresh mutex 79 ns instead of 16, and every thread of the process
+// meets at that one lock. The binaries that serve or generate load (normd, normd-echo, normbench)
+// turn it off at start-up, before any thread starts; the tests keep it, where it can find a
+// lock-order bug.
 inline void TurnOffMutexDeadlockDetection() {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }

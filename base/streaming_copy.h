@@ -1,15 +1,17 @@
-// Copying bytes that a device reads next (pinned staging buffers) so that they do not stay in the CPU's
-// caches.
+// Copying bytes that a device reads next (pinned staging buffers) so that they do not stay in the
+// CPU's caches.
 //
-// Why: when the CPU has just written a pinned buffer with ordinary stores, the written lines sit dirty in
-// the writing core's caches, and every PCIe read of them by the GPU (a cudaMemcpyAsync upload, or a
-// zero-copy kernel reading mapped memory) is answered from there, at about half the link's speed. On the
-// H200 machine normd's upload of a 512 KiB request took ~40 µs with memcpy packing and ~24 µs with
-// streaming stores, and its pack stage got faster too (docs/BENCHMARKS.md, "Packing with streaming
-// stores"; bench/cuda/staging_bench.cc times the ways of packing). Streaming (non-temporal) stores write
-// whole lines to memory without keeping them in the cache, and without reading the destination first.
+// Why: when the CPU has just written a pinned buffer with ordinary stores, the written lines sit
+// dirty in the writing core's caches, and every PCIe read of them by the GPU (a cudaMemcpyAsync
+// upload, or a zero-copy kernel reading mapped memory) is answered from there, at about half the
+// link's speed. On the H200 machine normd's upload of a 512 KiB request took ~40 µs with memcpy
+// packing and ~24 µs with streaming stores, and its pack stage got faster too (docs/BENCHMARKS.md,
+// "Packing with streaming stores"; bench/cuda/staging_bench.cc times the ways of packing).
+// Streaming (non-temporal) stores write whole lines to memory without keeping them in the cache,
+// and without reading the destination first.
 //
-// Small copies keep memcpy: at 8 KiB the bench shows no difference either way, and from 64 KiB a gain.
+// Small copies keep memcpy: at 8 KiB the bench shows no difference either way, and from 64 KiB a
+// gain.
 #ifndef NORMD_BASE_STREAMING_COPY_H_
 #define NORMD_BASE_STREAMING_COPY_H_
 
@@ -27,14 +29,15 @@ namespace normd {
 // Copies of at least this many bytes stream; smaller ones use memcpy.
 inline constexpr size_t kStreamingCopyMinBytes = size_t{64} << 10;
 
-// memcpy(to, from, bytes) with streaming stores, whatever the size. The bytes are visible to a device
-// (and to every CPU) once this returns: it ends with a store fence, because streaming stores are not
-// ordered with the driver's later writes that start the transfer.
+// memcpy(to, from, bytes) with streaming stores, whatever the size. The bytes are visible to a
+// device (and to every CPU) once this returns: it ends with a store fence, because streaming stores
+// are not ordered with the driver's later writes that start the transfer.
 inline void StreamingCopy(void* to, const void* from, size_t bytes) {
 #if defined(__SSE2__)
   auto* d = static_cast<char*>(to);
   const auto* s = static_cast<const char*>(from);
-  // Streaming stores need a 16-byte aligned destination (staging offsets are aligned; be safe anyway).
+  // Streaming stores need a 16-byte aligned destination (staging offsets are aligned; be safe
+  // anyway).
   const size_t head = std::min(bytes, (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15);
   std::memcpy(d, s, head);
   d += head;

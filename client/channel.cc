@@ -11,7 +11,9 @@ namespace normd {
 namespace {
 
 // gRPC's duration syntax in service configs: seconds with a fractional part and an "s" suffix.
-std::string ConfigSeconds(absl::Duration d) { return absl::StrFormat("%.3fs", absl::ToDoubleSeconds(d)); }
+std::string ConfigSeconds(absl::Duration d) {
+  return absl::StrFormat("%.3fs", absl::ToDoubleSeconds(d));
+}
 
 int ClampToInt(int64_t v) { return static_cast<int>(std::min<int64_t>(v, INT32_MAX)); }
 
@@ -31,31 +33,35 @@ absl::StatusOr<std::string> ReadPem(const char* what, const std::string& path) {
 
 std::string NormdServiceConfigJson(const ClientOptions& options) {
   // CANCELLED is retried too: a server that shuts down cancels the calls it is still receiving
-  // (normd's drain answers UNAVAILABLE first, but a call arriving in the last instant gets CANCELLED).
-  // gRPC never retries a call the application cancelled itself, so this only covers the server's side.
-  // NormalizeStream is left out: a stream that has already seen responses cannot be replayed; the
-  // StreamSession handles its own failures.
-  const std::string methods = absl::StrCat(
-      R"("name":[{"service":"normd.v1.Normalizer","method":"Normalize"},)",
-      R"({"service":"normd.v1.Normalizer","method":"RegisterWeight"},)",
-      R"({"service":"normd.v1.Normalizer","method":"GetServerInfo"},)",
-      R"({"service":"grpc.health.v1.Health","method":"Check"}])");
+  // (normd's drain answers UNAVAILABLE first, but a call arriving in the last instant gets
+  // CANCELLED). gRPC never retries a call the application cancelled itself, so this only covers the
+  // server's side. NormalizeStream is left out: a stream that has already seen responses cannot be
+  // replayed; the StreamSession handles its own failures.
+  const std::string methods =
+      absl::StrCat(R"("name":[{"service":"normd.v1.Normalizer","method":"Normalize"},)",
+                   R"({"service":"normd.v1.Normalizer","method":"RegisterWeight"},)",
+                   R"({"service":"normd.v1.Normalizer","method":"GetServerInfo"},)",
+                   R"({"service":"grpc.health.v1.Health","method":"Check"}])");
   // max_attempts 1: no retry policy at all (every failure reaches the caller).
   const std::string retry =
       options.max_attempts <= 1
           ? std::string()
-          : absl::StrCat(R"(,"retryPolicy":{"maxAttempts":)", std::min(options.max_attempts, 5),
-                         R"(,"initialBackoff":")", ConfigSeconds(options.initial_backoff), R"(","maxBackoff":")",
-                         ConfigSeconds(options.max_backoff),
-                         R"(","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE","CANCELLED"]})");
-  return absl::StrCat(R"({"loadBalancingConfig":[{"round_robin":{}}],"methodConfig":[{)", methods, retry, "}]}");
+          : absl::StrCat(
+                R"(,"retryPolicy":{"maxAttempts":)", std::min(options.max_attempts, 5),
+                R"(,"initialBackoff":")", ConfigSeconds(options.initial_backoff),
+                R"(","maxBackoff":")", ConfigSeconds(options.max_backoff),
+                R"(","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE","CANCELLED"]})");
+  return absl::StrCat(R"({"loadBalancingConfig":[{"round_robin":{}}],"methodConfig":[{)", methods,
+                      retry, "}]}");
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const ClientTlsOptions& tls) {
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const ClientTlsOptions& tls) {
   if (!tls.on()) return grpc::InsecureChannelCredentials();
   if (tls.cert_file.empty() != tls.key_file.empty()) {
     return absl::InvalidArgumentError(
-        "tls: a client certificate needs its key and a key its certificate (--tls-cert with --tls-key)");
+        "tls: a client certificate needs its key and a key its certificate (--tls-cert with "
+        "--tls-key)");
   }
   grpc::SslCredentialsOptions ssl;
   if (!tls.ca_file.empty()) {
@@ -74,27 +80,34 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
   return grpc::SslCredentials(ssl);
 }
 
-std::shared_ptr<grpc::Channel> MakeNormdChannel(const ClientOptions& options, int64_t max_request_bytes,
-                                               std::shared_ptr<grpc::ChannelCredentials> credentials) {
+std::shared_ptr<grpc::Channel> MakeNormdChannel(
+    const ClientOptions& options, int64_t max_request_bytes,
+    std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(ClampToInt(max_request_bytes));
   // A response is at most twice its request (output + residual_out) plus a little framing.
   args.SetMaxReceiveMessageSize(ClampToInt(2 * max_request_bytes + (int64_t{1} << 20)));
   args.SetServiceConfigJSON(NormdServiceConfigJson(options));
-  // gRPC keeps a copy of each outgoing message for replay only up to this size (256 KiB by default);
-  // a 64 x 4096 bf16 request is 512 KiB and would not be retried. 64 MiB bounds the memory it may hold.
-  args.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE,
-              ClampToInt(std::min<int64_t>(max_request_bytes + (int64_t{1} << 16), int64_t{64} << 20)));
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, ClampToInt(absl::ToInt64Milliseconds(options.keepalive_time)));
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ClampToInt(absl::ToInt64Milliseconds(options.keepalive_timeout)));
-  // Idle connections are not pinged: servers punish frequent pings without data (GOAWAY too_many_pings).
+  // gRPC keeps a copy of each outgoing message for replay only up to this size (256 KiB by
+  // default); a 64 x 4096 bf16 request is 512 KiB and would not be retried. 64 MiB bounds the
+  // memory it may hold.
+  args.SetInt(
+      GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE,
+      ClampToInt(std::min<int64_t>(max_request_bytes + (int64_t{1} << 16), int64_t{64} << 20)));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS,
+              ClampToInt(absl::ToInt64Milliseconds(options.keepalive_time)));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+              ClampToInt(absl::ToInt64Milliseconds(options.keepalive_timeout)));
+  // Idle connections are not pinged: servers punish frequent pings without data (GOAWAY
+  // too_many_pings).
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               ClampToInt(absl::ToInt64Milliseconds(options.max_reconnect_backoff)));
   if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  if (options.tls.on() && !options.tls.server_name.empty()) args.SetSslTargetNameOverride(options.tls.server_name);
+  if (options.tls.on() && !options.tls.server_name.empty())
+    args.SetSslTargetNameOverride(options.tls.server_name);
   return grpc::CreateCustomChannel(options.target, std::move(credentials), args);
 }
 

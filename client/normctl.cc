@@ -1,5 +1,5 @@
-// normctl: normd from the shell. Checks health, prints server info, normalizes .npy files, registers
-// weights. Exit codes tell a script what to do next:
+// normctl: normd from the shell. Checks health, prints server info, normalizes .npy files,
+// registers weights. Exit codes tell a script what to do next:
 //   0 done · 1 the server refused (its message says why; or NOT_SERVING for `health`) · 2 usage ·
 //   3 a file could not be read or written · 4 the server could not be reached in time.
 #include <cstdio>
@@ -21,10 +21,13 @@ ABSL_FLAG(std::string, input, "", "normalize: input .npy, [..., hidden]");
 ABSL_FLAG(std::string, weight, "", "normalize, register-weight: weight .npy, [hidden]");
 ABSL_FLAG(std::string, residual, "", "normalize: optional residual .npy, same shape as the input");
 ABSL_FLAG(float, eps, 1e-6f, "normalize: added to the mean square inside the square root");
-ABSL_FLAG(float, weight_offset, 0.0f, "normalize: added to every weight element (1 for Gemma's 1 + w)");
-ABSL_FLAG(std::string, dtype, "",
-          "normalize: bf16, fp16 or fp32 on the wire (default: the input's; a uint16 .npy is bf16 bits)");
-ABSL_FLAG(std::string, output, "", "normalize: where to write y (.npy; bf16 is written as uint16 bits)");
+ABSL_FLAG(float, weight_offset, 0.0f,
+          "normalize: added to every weight element (1 for Gemma's 1 + w)");
+ABSL_FLAG(
+    std::string, dtype, "",
+    "normalize: bf16, fp16 or fp32 on the wire (default: the input's; a uint16 .npy is bf16 bits)");
+ABSL_FLAG(std::string, output, "",
+          "normalize: where to write y (.npy; bf16 is written as uint16 bits)");
 ABSL_FLAG(std::string, residual_out, "", "normalize: where to write input + residual (.npy)");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30), "deadline of each call");
 
@@ -37,11 +40,13 @@ constexpr char kUsageText[] =
     "normctl: talk to normd from the shell.\n"
     "  normctl --target=HOST:PORT health\n"
     "  normctl --target=HOST:PORT info\n"
-    "  normctl --target=HOST:PORT normalize --input=x.npy --weight=w.npy [--residual=r.npy] [--eps=1e-6]\n"
+    "  normctl --target=HOST:PORT normalize --input=x.npy --weight=w.npy [--residual=r.npy] "
+    "[--eps=1e-6]\n"
     "          [--dtype=bf16|fp16|fp32] --output=y.npy [--residual-out=h.npy]\n"
     "  normctl --target=HOST:PORT register-weight --weight=w.npy\n"
     ".npy files: float32, float16, or uint16 holding bf16 bits.\n"
-    "Exit codes: 0 ok, 1 refused by the server (or NOT_SERVING), 2 usage, 3 file error, 4 unreachable.";
+    "Exit codes: 0 ok, 1 refused by the server (or NOT_SERVING), 2 usage, 3 file error, 4 "
+    "unreachable.";
 
 int Fail(int code, const std::string& message) {
   std::cerr << "normctl: " << message << "\n";
@@ -54,7 +59,8 @@ int FailStatus(const absl::Status& status, const std::string& what) {
   std::string hint;
   if (unreachable) hint = absl::StrCat(" (is normd running at ", absl::GetFlag(FLAGS_target), "?)");
   return Fail(unreachable ? kUnreachable : kRefused,
-              absl::StrCat(what, ": ", absl::StatusCodeToString(status.code()), ": ", status.message(), hint));
+              absl::StrCat(what, ": ", absl::StatusCodeToString(status.code()), ": ",
+                           status.message(), hint));
 }
 
 // The DType an .npy's descr holds, given the wire dtype asked for (uint16 is bf16 bits).
@@ -105,8 +111,8 @@ int Info(Client& client) {
   std::cout << "version            " << info->version() << "\n"
             << "backend            " << info->backend() << "\n";
   for (const auto& d : info->devices()) {
-    std::cout << "device             " << d.kind() << " " << d.name() << " (" << (d.memory_bytes() >> 20)
-              << " MiB)\n";
+    std::cout << "device             " << d.kind() << " " << d.name() << " ("
+              << (d.memory_bytes() >> 20) << " MiB)\n";
   }
   std::cout << "max_hidden         " << info->max_hidden() << "\n"
             << "max_request_bytes  " << info->max_request_bytes() << "\n"
@@ -116,7 +122,8 @@ int Info(Client& client) {
 }
 
 int RegisterWeightCommand(Client& client) {
-  if (absl::GetFlag(FLAGS_weight).empty()) return Fail(kUsageError, "register-weight needs --weight=w.npy");
+  if (absl::GetFlag(FLAGS_weight).empty())
+    return Fail(kUsageError, "register-weight needs --weight=w.npy");
   absl::StatusOr<NpyArray> w = ReadNpyFile(absl::GetFlag(FLAGS_weight));
   if (!w.ok()) return Fail(kFileError, std::string(w.status().message()));
   std::vector<float> storage;
@@ -132,7 +139,8 @@ int NormalizeCommand(Client& client) {
     return Fail(kUsageError, "normalize needs --input=x.npy --weight=w.npy --output=y.npy");
   }
   if (!absl::GetFlag(FLAGS_residual_out).empty() && absl::GetFlag(FLAGS_residual).empty()) {
-    return Fail(kUsageError, "--residual-out needs --residual (there is no residual output without one)");
+    return Fail(kUsageError,
+                "--residual-out needs --residual (there is no residual output without one)");
   }
   absl::StatusOr<NpyArray> x = ReadNpyFile(absl::GetFlag(FLAGS_input));
   if (!x.ok()) return Fail(kFileError, std::string(x.status().message()));
@@ -154,13 +162,16 @@ int NormalizeCommand(Client& client) {
     options.wire_dtype = *dtype;
   }
   if (r) options.residual = ViewOf(*r, r_storage);
-  absl::StatusOr<NormalizeResult> result = client.Normalize(ViewOf(*x, x_storage), ViewOf(*w, w_storage), options);
+  absl::StatusOr<NormalizeResult> result =
+      client.Normalize(ViewOf(*x, x_storage), ViewOf(*w, w_storage), options);
   if (!result.ok()) return FailStatus(result.status(), "normalize");
   if (absl::Status s = WriteNpyFile(absl::GetFlag(FLAGS_output), ToNpy(result->output)); !s.ok()) {
     return Fail(kFileError, std::string(s.message()));
   }
   if (!absl::GetFlag(FLAGS_residual_out).empty() && result->residual_out) {
-    if (absl::Status s = WriteNpyFile(absl::GetFlag(FLAGS_residual_out), ToNpy(*result->residual_out)); !s.ok()) {
+    if (absl::Status s =
+            WriteNpyFile(absl::GetFlag(FLAGS_residual_out), ToNpy(*result->residual_out));
+        !s.ok()) {
       return Fail(kFileError, std::string(s.message()));
     }
   }
@@ -174,11 +185,13 @@ int Run(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsageText);
   const std::vector<std::string> rest = ParseCommandLineWithDashes(argc, argv);
   if (rest.size() != 2) {
-    return Fail(kUsageError, absl::StrCat(rest.size() < 2 ? "no command given" : "more than one command given",
-                                     "\n", kUsageText));
+    return Fail(kUsageError,
+                absl::StrCat(rest.size() < 2 ? "no command given" : "more than one command given",
+                             "\n", kUsageText));
   }
   const std::string& command = rest[1];
-  if (command != "health" && command != "info" && command != "normalize" && command != "register-weight") {
+  if (command != "health" && command != "info" && command != "normalize" &&
+      command != "register-weight") {
     return Fail(kUsageError, absl::StrCat("unknown command '", command, "'\n", kUsageText));
   }
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectFromFlags();

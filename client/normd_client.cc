@@ -13,16 +13,16 @@ namespace normd {
 namespace {
 
 // Attempts of one Normalize beyond the channel's own UNAVAILABLE retries: 0 sends the request as
-// prepared; 1 follows a NOT_FOUND and re-registration; 2 sends the weight inline (a load balancer sent
-// attempt 1 to a replica that did not get the registration either).
+// prepared; 1 follows a NOT_FOUND and re-registration; 2 sends the weight inline (a load balancer
+// sent attempt 1 to a replica that did not get the registration either).
 constexpr int kLastAttempt = 2;
 
 // Where a failed call's status keeps the server's address (an absl::Status payload, not part of the
 // message, so that messages stay what the server wrote).
 constexpr absl::string_view kPeerPayloadUrl = "type.normd.dev/normd.client.Peer";
 
-// The weight tensor for a request of `wire_dtype`: the server takes the input's dtype or float32, so a
-// weight of a third dtype is widened to float32 (exact).
+// The weight tensor for a request of `wire_dtype`: the server takes the input's dtype or float32,
+// so a weight of a third dtype is widened to float32 (exact).
 absl::Status EncodeWeight(const TensorView& weight, DType wire_dtype, normd::v1::Tensor* out) {
   const DType dtype = weight.dtype() == wire_dtype ? wire_dtype : DType::kFloat32;
   return EncodeTensor(weight, dtype, out);
@@ -76,7 +76,8 @@ class Client::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
 
   void OnDone(const grpc::Status& status) {
     TakenBackFromLibrary(this);
-    if (status.error_code() == grpc::StatusCode::NOT_FOUND && prepared_->weight_ && attempt_ < kLastAttempt) {
+    if (status.error_code() == grpc::StatusCode::NOT_FOUND && prepared_->weight_ &&
+        attempt_ < kLastAttempt) {
       ++attempt_;
       if (attempt_ == 1) {
         Reregister();
@@ -120,9 +121,9 @@ class Client::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
 
   void Finish(absl::StatusOr<NormalizeResult> result) { done_(std::move(result)); }
 
-  // Ends the call's count in the Client after every other member (the ClientContext holds a reference
-  // to the channel) is gone: the last channel reference must never drop on a gRPC callback thread,
-  // which cannot shut down the completion queue it runs on.
+  // Ends the call's count in the Client after every other member (the ClientContext holds a
+  // reference to the channel) is gone: the last channel reference must never drop on a gRPC
+  // callback thread, which cannot shut down the completion queue it runs on.
   struct InFlightToken {
     explicit InFlightToken(Client* c) : client(c) { client->BeginAsync(); }
     ~InFlightToken() { client->EndAsync(); }
@@ -142,20 +143,25 @@ class Client::AsyncCall : public std::enable_shared_from_this<AsyncCall> {
 };
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
-  if (options.target.empty()) return absl::InvalidArgumentError("target: empty; expected HOST:PORT");
+  if (options.target.empty())
+    return absl::InvalidArgumentError("target: empty; expected HOST:PORT");
   if (options.default_deadline <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("default_deadline must be positive");
   }
-  if (options.max_request_bytes < 0) return absl::InvalidArgumentError("max_request_bytes must be >= 0");
-  int64_t limit = options.max_request_bytes > 0 ? options.max_request_bytes : kDefaultMaxRequestBytes;
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = MakeChannelCredentials(options.tls);
+  if (options.max_request_bytes < 0)
+    return absl::InvalidArgumentError("max_request_bytes must be >= 0");
+  int64_t limit =
+      options.max_request_bytes > 0 ? options.max_request_bytes : kDefaultMaxRequestBytes;
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
   std::shared_ptr<grpc::Channel> channel = MakeNormdChannel(options, limit, *credentials);
   if (options.max_request_bytes == 0) {
     // Match the server's limit, so that an oversized request fails here, before it is sent.
     auto stub = normd::v1::Normalizer::NewStub(channel);
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + std::min(options.default_deadline, absl::Seconds(5))));
+    context.set_deadline(
+        absl::ToChronoTime(absl::Now() + std::min(options.default_deadline, absl::Seconds(5))));
     normd::v1::ServerInfo info;
     if (stub->GetServerInfo(&context, {}, &info).ok() && info.max_request_bytes() > 0 &&
         info.max_request_bytes() != limit) {
@@ -166,7 +172,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   return std::unique_ptr<Client>(new Client(std::move(options), std::move(channel), limit));
 }
 
-Client::Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel, int64_t max_request_bytes)
+Client::Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel,
+               int64_t max_request_bytes)
     : options_(std::move(options)),
       channel_(std::move(channel)),
       max_request_bytes_(max_request_bytes),
@@ -190,7 +197,8 @@ void Client::EndAsync() {
 }
 
 absl::Time Client::DeadlineFor(absl::Duration call_deadline) const {
-  return absl::Now() + (call_deadline > absl::ZeroDuration() ? call_deadline : options_.default_deadline);
+  return absl::Now() +
+         (call_deadline > absl::ZeroDuration() ? call_deadline : options_.default_deadline);
 }
 
 absl::StatusOr<PreparedRequest> Client::Prepare(const TensorView& input, const WeightSource& weight,
@@ -204,7 +212,8 @@ absl::StatusOr<PreparedRequest> Client::Prepare(const TensorView& input, const W
   if (weight.registered()) {
     proto.set_weight_id(weight.registered()->id());
     prepared.weight_ = weight.registered();
-  } else if (absl::Status s = EncodeWeight(*weight.inline_weight(), wire, proto.mutable_weight()); !s.ok()) {
+  } else if (absl::Status s = EncodeWeight(*weight.inline_weight(), wire, proto.mutable_weight());
+             !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("weight: ", s.message()));
   }
   if (options.residual) {
@@ -218,13 +227,15 @@ absl::StatusOr<PreparedRequest> Client::Prepare(const TensorView& input, const W
   prepared.deadline_ = options.deadline;
   const size_t bytes = proto.ByteSizeLong();
   if (static_cast<int64_t>(bytes) > max_request_bytes_) {
-    return absl::ResourceExhaustedError(absl::StrCat("request: ", bytes, " bytes exceeds the server's limit of ",
-                                                     max_request_bytes_, " (--max-request-bytes); split the rows"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("request: ", bytes, " bytes exceeds the server's limit of ",
+                     max_request_bytes_, " (--max-request-bytes); split the rows"));
   }
   return prepared;
 }
 
-absl::StatusOr<NormalizeResult> Client::Normalize(const TensorView& input, const WeightSource& weight,
+absl::StatusOr<NormalizeResult> Client::Normalize(const TensorView& input,
+                                                  const WeightSource& weight,
                                                   const NormalizeOptions& options) {
   NORMD_CLIENT_ASSIGN_OR_RETURN(PreparedRequest prepared, Prepare(input, weight, options));
   return Normalize(prepared);
@@ -240,7 +251,8 @@ absl::StatusOr<NormalizeResult> Client::Normalize(const PreparedRequest& prepare
     context.set_wait_for_ready(options_.wait_for_ready);
     normd::v1::NormalizeResponse response;
     const grpc::Status status = stub_->Normalize(&context, *request, &response);
-    if (status.error_code() == grpc::StatusCode::NOT_FOUND && prepared.weight_ && attempt < kLastAttempt) {
+    if (status.error_code() == grpc::StatusCode::NOT_FOUND && prepared.weight_ &&
+        attempt < kLastAttempt) {
       if (attempt == 0) {
         NORMD_CLIENT_RETURN_IF_ERROR(Reregister(*prepared.weight_, deadline));
         retry = prepared.proto();
@@ -256,8 +268,8 @@ absl::StatusOr<NormalizeResult> Client::Normalize(const PreparedRequest& prepare
   }
 }
 
-void Client::NormalizeAsync(const TensorView& input, const WeightSource& weight, const NormalizeOptions& options,
-                            NormalizeCallback done) {
+void Client::NormalizeAsync(const TensorView& input, const WeightSource& weight,
+                            const NormalizeOptions& options, NormalizeCallback done) {
   absl::StatusOr<PreparedRequest> prepared = Prepare(input, weight, options);
   if (!prepared.ok()) {
     done(prepared.status());
@@ -266,13 +278,13 @@ void Client::NormalizeAsync(const TensorView& input, const WeightSource& weight,
   NormalizeAsync(std::make_shared<const PreparedRequest>(*std::move(prepared)), std::move(done));
 }
 
-void Client::NormalizeAsync(std::shared_ptr<const PreparedRequest> request, NormalizeCallback done) {
+void Client::NormalizeAsync(std::shared_ptr<const PreparedRequest> request,
+                            NormalizeCallback done) {
   std::make_shared<AsyncCall>(this, std::move(request), std::move(done))->Start();
 }
 
-std::future<absl::StatusOr<NormalizeResult>> Client::NormalizeFuture(const TensorView& input,
-                                                                     const WeightSource& weight,
-                                                                     const NormalizeOptions& options) {
+std::future<absl::StatusOr<NormalizeResult>> Client::NormalizeFuture(
+    const TensorView& input, const WeightSource& weight, const NormalizeOptions& options) {
   auto promise = std::make_shared<std::promise<absl::StatusOr<NormalizeResult>>>();
   std::future<absl::StatusOr<NormalizeResult>> future = promise->get_future();
   NormalizeAsync(input, weight, options, [promise](absl::StatusOr<NormalizeResult> r) {
@@ -281,7 +293,8 @@ std::future<absl::StatusOr<NormalizeResult>> Client::NormalizeFuture(const Tenso
   return future;
 }
 
-std::future<absl::StatusOr<NormalizeResult>> Client::NormalizeFuture(std::shared_ptr<const PreparedRequest> request) {
+std::future<absl::StatusOr<NormalizeResult>> Client::NormalizeFuture(
+    std::shared_ptr<const PreparedRequest> request) {
   auto promise = std::make_shared<std::promise<absl::StatusOr<NormalizeResult>>>();
   std::future<absl::StatusOr<NormalizeResult>> future = promise->get_future();
   NormalizeAsync(std::move(request), [promise](absl::StatusOr<NormalizeResult> r) {
@@ -290,7 +303,9 @@ std::future<absl::StatusOr<NormalizeResult>> Client::NormalizeFuture(std::shared
   return future;
 }
 
-std::unique_ptr<StreamSession> Client::OpenStream() { return std::unique_ptr<StreamSession>(new StreamSession(this)); }
+std::unique_ptr<StreamSession> Client::OpenStream() {
+  return std::unique_ptr<StreamSession>(new StreamSession(this));
+}
 
 absl::StatusOr<Weight> Client::RegisterWeight(const TensorView& weight) {
   auto state = std::make_shared<Weight::State>();

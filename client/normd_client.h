@@ -1,25 +1,28 @@
-// normd::Client: the C++ client library of normd (RMSNorm offload over gRPC). Include this header only.
+// normd::Client: the C++ client library of normd (RMSNorm offload over gRPC). Include this header
+// only.
 //
 //   auto client = normd::Client::Connect({.target = "dns:///normd:50051"});
 //   std::vector<uint16_t> x = ...;                              // [rows, hidden] bf16 bits
 //   normd::Weight w = (*client)->RegisterWeight(normd::TensorView::Float32(gamma)).value();
-//   auto y = (*client)->Normalize(normd::TensorView::BFloat16(x, {rows, hidden}), w, {.eps = 1e-6f});
+//   auto y = (*client)->Normalize(normd::TensorView::BFloat16(x, {rows, hidden}), w, {.eps =
+//   1e-6f});
 //   // y->output.bits(): the normalized bf16 bits; y->timing: how the server batched it.
 //
-// Call styles: blocking (Normalize), callback (NormalizeAsync), std::future (NormalizeFuture), and a
-// StreamSession (OpenStream) that pipelines many requests over one gRPC stream for high request rates.
-// Each takes the caller's data as a TensorView (or an already PreparedRequest) and marshals it with no
-// copy beyond the one into the protobuf message.
+// Call styles: blocking (Normalize), callback (NormalizeAsync), std::future (NormalizeFuture), and
+// a StreamSession (OpenStream) that pipelines many requests over one gRPC stream for high request
+// rates. Each takes the caller's data as a TensorView (or an already PreparedRequest) and marshals
+// it with no copy beyond the one into the protobuf message.
 //
-// Failures come back as absl::Status with gRPC's code: INVALID_ARGUMENT (a bad tensor, with the server's
-// message naming the field), RESOURCE_EXHAUSTED (over the size limit, or the server is overloaded),
-// DEADLINE_EXCEEDED, UNAVAILABLE (after the channel's retries ran out). NOT_FOUND for a registered
-// weight never reaches the caller: the client registers the weight again and retries once (then sends
-// it inline, should a load balancer send the retry to yet another replica). A failed call's status
-// names the server it was sent to (PeerOf below), so a caller of several replicas can tell which failed.
+// Failures come back as absl::Status with gRPC's code: INVALID_ARGUMENT (a bad tensor, with the
+// server's message naming the field), RESOURCE_EXHAUSTED (over the size limit, or the server is
+// overloaded), DEADLINE_EXCEEDED, UNAVAILABLE (after the channel's retries ran out). NOT_FOUND for
+// a registered weight never reaches the caller: the client registers the weight again and retries
+// once (then sends it inline, should a load balancer send the retry to yet another replica). A
+// failed call's status names the server it was sent to (PeerOf below), so a caller of several
+// replicas can tell which failed.
 //
-// Threads: a Client is thread-safe. Callbacks run on gRPC's threads; keep them short. The Client must
-// outlive its StreamSessions; its destructor waits for asynchronous calls still in flight.
+// Threads: a Client is thread-safe. Callbacks run on gRPC's threads; keep them short. The Client
+// must outlive its StreamSessions; its destructor waits for asynchronous calls still in flight.
 #ifndef NORMD_CLIENT_NORMD_CLIENT_H_
 #define NORMD_CLIENT_NORMD_CLIENT_H_
 
@@ -41,8 +44,8 @@
 
 namespace normd {
 
-// The address of the server a failed call was sent to, as gRPC names it ("ipv4:127.0.0.1:50051"), or ""
-// when the call never reached a connection (or the status did not come from a call).
+// The address of the server a failed call was sent to, as gRPC names it ("ipv4:127.0.0.1:50051"),
+// or "" when the call never reached a connection (or the status did not come from a call).
 std::string PeerOf(const absl::Status& status);
 
 class Client {
@@ -63,15 +66,15 @@ class Client {
                                             const NormalizeOptions& options = {});
   absl::StatusOr<NormalizeResult> Normalize(const PreparedRequest& request);
 
-  // Asynchronous: `done` runs once, on a gRPC thread (or on this thread, when marshalling fails). The
-  // caller's buffers may be released as soon as the call returns.
-  void NormalizeAsync(const TensorView& input, const WeightSource& weight, const NormalizeOptions& options,
-                      NormalizeCallback done);
+  // Asynchronous: `done` runs once, on a gRPC thread (or on this thread, when marshalling fails).
+  // The caller's buffers may be released as soon as the call returns.
+  void NormalizeAsync(const TensorView& input, const WeightSource& weight,
+                      const NormalizeOptions& options, NormalizeCallback done);
   void NormalizeAsync(std::shared_ptr<const PreparedRequest> request, NormalizeCallback done);
-  std::future<absl::StatusOr<NormalizeResult>> NormalizeFuture(const TensorView& input,
-                                                               const WeightSource& weight,
-                                                               const NormalizeOptions& options = {});
-  std::future<absl::StatusOr<NormalizeResult>> NormalizeFuture(std::shared_ptr<const PreparedRequest> request);
+  std::future<absl::StatusOr<NormalizeResult>> NormalizeFuture(
+      const TensorView& input, const WeightSource& weight, const NormalizeOptions& options = {});
+  std::future<absl::StatusOr<NormalizeResult>> NormalizeFuture(
+      std::shared_ptr<const PreparedRequest> request);
 
   // A pipelined stream; see stream_session.h.
   std::unique_ptr<StreamSession> OpenStream();

@@ -20,9 +20,11 @@ constexpr size_t kMagicSize = 6;
 absl::StatusOr<std::string> DictValue(const std::string& header, const std::string& key) {
   const std::string quoted = absl::StrCat("'", key, "'");
   size_t pos = header.find(quoted);
-  if (pos == std::string::npos) return absl::InvalidArgumentError(absl::StrCat("npy header: no ", quoted));
+  if (pos == std::string::npos)
+    return absl::InvalidArgumentError(absl::StrCat("npy header: no ", quoted));
   pos = header.find(':', pos + quoted.size());
-  if (pos == std::string::npos) return absl::InvalidArgumentError(absl::StrCat("npy header: no value for ", quoted));
+  if (pos == std::string::npos)
+    return absl::InvalidArgumentError(absl::StrCat("npy header: no value for ", quoted));
   int depth = 0;
   size_t end = pos + 1;
   for (; end < header.size(); ++end) {
@@ -51,17 +53,21 @@ absl::StatusOr<NpyArray> ParseNpy(const std::string& bytes) {
   const int major = static_cast<unsigned char>(bytes[6]);
   size_t header_len, header_start;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+    header_len = static_cast<unsigned char>(bytes[8]) |
+                 (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
     header_start = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return absl::InvalidArgumentError("truncated .npy header");
     header_len = 0;
-    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
     header_start = 12;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(".npy format version ", major, " is not supported"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(".npy format version ", major, " is not supported"));
   }
-  if (bytes.size() < header_start + header_len) return absl::InvalidArgumentError("truncated .npy header");
+  if (bytes.size() < header_start + header_len)
+    return absl::InvalidArgumentError("truncated .npy header");
   const std::string header = bytes.substr(header_start, header_len);
 
   NpyArray array;
@@ -69,15 +75,18 @@ absl::StatusOr<NpyArray> ParseNpy(const std::string& bytes) {
   if (!descr.ok()) return descr.status();
   array.descr = std::string(absl::StripSuffix(absl::StripPrefix(*descr, "'"), "'"));
   if (array.descr == "|u2" || array.descr == "=u2") array.descr = "<u2";
-  if (array.descr != "<f4" && array.descr != "<f2" && array.descr != "<u2" && array.descr != "<f8") {
-    return absl::InvalidArgumentError(absl::StrCat(".npy dtype ", array.descr,
-                                                   " is not supported; use float32, float16, or uint16 "
-                                                   "holding bf16 bits (little-endian)"));
+  if (array.descr != "<f4" && array.descr != "<f2" && array.descr != "<u2" &&
+      array.descr != "<f8") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(".npy dtype ", array.descr,
+                     " is not supported; use float32, float16, or uint16 "
+                     "holding bf16 bits (little-endian)"));
   }
   absl::StatusOr<std::string> fortran = DictValue(header, "fortran_order");
   if (!fortran.ok()) return fortran.status();
   if (*fortran != "False") {
-    return absl::InvalidArgumentError(".npy is in Fortran order; save it with np.ascontiguousarray first");
+    return absl::InvalidArgumentError(
+        ".npy is in Fortran order; save it with np.ascontiguousarray first");
   }
   absl::StatusOr<std::string> shape = DictValue(header, "shape");
   if (!shape.ok()) return shape.status();
@@ -92,9 +101,9 @@ absl::StatusOr<NpyArray> ParseNpy(const std::string& bytes) {
   const size_t need = static_cast<size_t>(array.count()) * array.item_size();
   const size_t data_start = header_start + header_len;
   if (bytes.size() - data_start != need) {
-    return absl::InvalidArgumentError(absl::StrCat(".npy data is ", bytes.size() - data_start, " bytes; shape (",
-                                                   absl::StrJoin(array.shape, ", "), ") of ", array.descr,
-                                                   " needs ", need));
+    return absl::InvalidArgumentError(
+        absl::StrCat(".npy data is ", bytes.size() - data_start, " bytes; shape (",
+                     absl::StrJoin(array.shape, ", "), ") of ", array.descr, " needs ", need));
   }
   array.data = bytes.substr(data_start);
   return array;
@@ -103,8 +112,8 @@ absl::StatusOr<NpyArray> ParseNpy(const std::string& bytes) {
 std::string SerializeNpy(const NpyArray& array) {
   std::string shape = absl::StrJoin(array.shape, ", ");
   if (array.shape.size() == 1) shape += ",";  // Python's one-element tuple
-  std::string header =
-      absl::StrCat("{'descr': '", array.descr, "', 'fortran_order': False, 'shape': (", shape, "), }");
+  std::string header = absl::StrCat("{'descr': '", array.descr,
+                                    "', 'fortran_order': False, 'shape': (", shape, "), }");
   // Magic (6) + version (2) + length (2) + header + '\n' is padded with spaces to a multiple of 64.
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
@@ -125,7 +134,8 @@ absl::StatusOr<NpyArray> ReadNpyFile(const std::string& path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   absl::StatusOr<NpyArray> array = ParseNpy(buffer.str());
-  if (!array.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", array.status().message()));
+  if (!array.ok())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", array.status().message()));
   return array;
 }
 

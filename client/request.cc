@@ -22,7 +22,8 @@ absl::StatusOr<NormalizeResult> ToNormalizeResult(normd::v1::NormalizeResponse&&
   if (!output.ok()) return output.status();
   result.output = *std::move(output);
   if (response.has_residual_out()) {
-    absl::StatusOr<Tensor> residual_out = Tensor::FromProto(std::move(*response.mutable_residual_out()));
+    absl::StatusOr<Tensor> residual_out =
+        Tensor::FromProto(std::move(*response.mutable_residual_out()));
     if (!residual_out.ok()) return residual_out.status();
     result.residual_out = *std::move(residual_out);
   }

@@ -1,9 +1,9 @@
-// What one Normalize call is made of, on the client side: its options, the weight it uses (inline or a
-// registered handle), the marshalled request (PreparedRequest) and the typed result.
+// What one Normalize call is made of, on the client side: its options, the weight it uses (inline
+// or a registered handle), the marshalled request (PreparedRequest) and the typed result.
 //
 // A PreparedRequest is the wire message, built once. Sending it again costs no marshalling: a load
-// generator, or a caller that normalizes the same activations against several replicas, prepares once and
-// shares it (std::shared_ptr<const PreparedRequest>) between calls, even concurrent ones.
+// generator, or a caller that normalizes the same activations against several replicas, prepares
+// once and shares it (std::shared_ptr<const PreparedRequest>) between calls, even concurrent ones.
 #ifndef NORMD_CLIENT_REQUEST_H_
 #define NORMD_CLIENT_REQUEST_H_
 
@@ -14,16 +14,17 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "base/mutex.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "client/tensor.h"
 #include "normd/v1/normd.pb.h"
 
 namespace normd {
 
 // A weight registered with normd (Client::RegisterWeight). Copyable; copies share one registration.
-// It keeps the weight's encoded bytes (a weight is one row, [hidden]) so that the client can register it
-// again when a server answers NOT_FOUND (it restarted, or evicted the weight), which callers never see.
+// It keeps the weight's encoded bytes (a weight is one row, [hidden]) so that the client can
+// register it again when a server answers NOT_FOUND (it restarted, or evicted the weight), which
+// callers never see.
 class Weight {
  public:
   std::string id() const;
@@ -43,12 +44,13 @@ class Weight {
   std::shared_ptr<State> state_;
 };
 
-// The weight of a call: an inline tensor (sent with every request) or a registered Weight (sent as its
-// id). Converts implicitly from either.
+// The weight of a call: an inline tensor (sent with every request) or a registered Weight (sent as
+// its id). Converts implicitly from either.
 class WeightSource {
  public:
-  WeightSource(const TensorView& inline_weight) : inline_(inline_weight) {}  // NOLINT(runtime/explicit)
-  WeightSource(const Weight& registered) : registered_(registered) {}        // NOLINT(runtime/explicit)
+  WeightSource(const TensorView& inline_weight)
+      : inline_(inline_weight) {}                                      // NOLINT(runtime/explicit)
+  WeightSource(const Weight& registered) : registered_(registered) {}  // NOLINT(runtime/explicit)
   const std::optional<TensorView>& inline_weight() const { return inline_; }
   const std::optional<Weight>& registered() const { return registered_; }
 
@@ -78,7 +80,8 @@ class PreparedRequest {
   absl::Duration deadline() const { return deadline_; }
   // The bytes of input and residual: what normbench counts as payload.
   size_t payload_bytes() const {
-    return proto_.input().data().size() + (proto_.has_residual() ? proto_.residual().data().size() : 0);
+    return proto_.input().data().size() +
+           (proto_.has_residual() ? proto_.residual().data().size() : 0);
   }
   int64_t rows() const;
 

@@ -9,9 +9,9 @@
 namespace normd {
 
 // One gRPC NormalizeStream. Deletes itself in OnDone, after telling the session.
-// mu_ guards the queues and flags; gRPC operations are started outside it, after the decision to start
-// them was recorded under it (writing_, hold_released_), so no two writes overlap and the hold that keeps
-// the stream open is released exactly once.
+// mu_ guards the queues and flags; gRPC operations are started outside it, after the decision to
+// start them was recorded under it (writing_, hold_released_), so no two writes overlap and the
+// hold that keeps the stream open is released exactly once.
 class StreamSession::Reactor final
     : public grpc::ClientBidiReactor<normd::v1::NormalizeRequest, normd::v1::NormalizeResponse> {
  public:
@@ -106,24 +106,27 @@ class StreamSession::Reactor final
       unwritten_.clear();
     }
     absl::Status status = FromGrpcCall(grpc_status, context_, client_->options_.target);
-    if (status.ok() && !left.empty()) status = absl::InternalError("stream ended before every response came");
+    if (status.ok() && !left.empty())
+      status = absl::InternalError("stream ended before every response came");
     for (Entry& e : left) {
-      if (status.code() == absl::StatusCode::kNotFound || status.code() == absl::StatusCode::kUnavailable) {
-        // RMSNorm is idempotent, so an unanswered request may be sent again: the unary path registers
-        // the weight again (NOT_FOUND) or retries on a working connection (UNAVAILABLE).
+      if (status.code() == absl::StatusCode::kNotFound ||
+          status.code() == absl::StatusCode::kUnavailable) {
+        // RMSNorm is idempotent, so an unanswered request may be sent again: the unary path
+        // registers the weight again (NOT_FOUND) or retries on a working connection (UNAVAILABLE).
         StreamSession* session = session_;
         NormalizeCallback done = std::move(e.done);
-        client_->NormalizeAsync(std::move(e.request), [session, done](absl::StatusOr<NormalizeResult> r) {
-          done(std::move(r));
-          session->OnAnswered();
-        });
+        client_->NormalizeAsync(std::move(e.request),
+                                [session, done](absl::StatusOr<NormalizeResult> r) {
+                                  done(std::move(r));
+                                  session->OnAnswered();
+                                });
       } else {
         e.done(status);
         session_->OnAnswered();
       }
     }
-    // The session may be destroyed once it hears of this; the context (which references the channel)
-    // goes first, so the last channel reference never drops on this gRPC thread.
+    // The session may be destroyed once it hears of this; the context (which references the
+    // channel) goes first, so the last channel reference never drops on this gRPC thread.
     StreamSession* session = session_;
     session->DetachReactor(this);
     delete this;
@@ -140,8 +143,8 @@ class StreamSession::Reactor final
     return &awaiting_.back().request->proto();
   }
 
-  // True when the caller must release the hold now: the stream is closing or dead and no write is in
-  // flight. Half-closes first when the stream is healthy.
+  // True when the caller must release the hold now: the stream is closing or dead and no write is
+  // in flight. Half-closes first when the stream is healthy.
   bool ReleaseHoldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (hold_released_ || writing_ || !(closing_ || dead_)) return false;
     if (!dead_ && !unwritten_.empty()) return false;
@@ -181,8 +184,8 @@ StreamSession::~StreamSession() { Finish().IgnoreError(); }
 
 void StreamSession::Send(std::shared_ptr<const PreparedRequest> request, NormalizeCallback done) {
   Reactor::Entry entry{std::move(request), std::move(done)};
-  // A stream that died between our look and our enqueue is replaced; two tries are enough since a new
-  // stream takes requests until Close.
+  // A stream that died between our look and our enqueue is replaced; two tries are enough since a
+  // new stream takes requests until Close.
   for (int tries = 0; tries < 3; ++tries) {
     Reactor* reactor;
     {
@@ -211,17 +214,19 @@ void StreamSession::Send(std::shared_ptr<const PreparedRequest> request, Normali
     return;
   }
   // Streams keep failing at once (the connection is down): the unary path and its retries take it.
-  client_->NormalizeAsync(std::move(entry.request), [this, done = std::move(entry.done)](
-                                                        absl::StatusOr<NormalizeResult> r) {
-    done(std::move(r));
-    OnAnswered();
-  });
+  client_->NormalizeAsync(std::move(entry.request),
+                          [this, done = std::move(entry.done)](absl::StatusOr<NormalizeResult> r) {
+                            done(std::move(r));
+                            OnAnswered();
+                          });
 }
 
-std::future<absl::StatusOr<NormalizeResult>> StreamSession::Send(std::shared_ptr<const PreparedRequest> request) {
+std::future<absl::StatusOr<NormalizeResult>> StreamSession::Send(
+    std::shared_ptr<const PreparedRequest> request) {
   auto promise = std::make_shared<std::promise<absl::StatusOr<NormalizeResult>>>();
   std::future<absl::StatusOr<NormalizeResult>> future = promise->get_future();
-  Send(std::move(request), [promise](absl::StatusOr<NormalizeResult> r) { promise->set_value(std::move(r)); });
+  Send(std::move(request),
+       [promise](absl::StatusOr<NormalizeResult> r) { promise->set_value(std::move(r)); });
   return future;
 }
 
@@ -236,7 +241,8 @@ absl::Status StreamSession::Finish() {
   if (reactor != nullptr) reactor->Close();
   normd::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
-      +[](StreamSession* s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->live_reactors_ == 0 && s->unanswered_ == 0; },
+      +[](StreamSession* s)
+           ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->live_reactors_ == 0 && s->unanswered_ == 0; },
       this));
   return first_error_;
 }
@@ -249,7 +255,8 @@ void StreamSession::DetachReactor(Reactor* reactor) {
 void StreamSession::OnReactorDone(const absl::Status& status) {
   normd::MutexLock lock(&mu_);
   --live_reactors_;
-  const bool retried = status.code() == absl::StatusCode::kNotFound || status.code() == absl::StatusCode::kUnavailable;
+  const bool retried = status.code() == absl::StatusCode::kNotFound ||
+                       status.code() == absl::StatusCode::kUnavailable;
   if (!status.ok() && !retried && first_error_.ok()) first_error_ = status;
 }
 

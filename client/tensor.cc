@@ -43,16 +43,18 @@ TensorView::TensorView(DType dtype, const void* data, size_t count, std::vector<
 
 absl::StatusOr<Tensor> Tensor::FromProto(normd::v1::Tensor&& proto) {
   const int dtype = static_cast<int>(proto.dtype());
-  if (dtype < 1 || dtype > 3) return absl::InternalError(absl::StrCat("response tensor: unknown dtype ", dtype));
+  if (dtype < 1 || dtype > 3)
+    return absl::InternalError(absl::StrCat("response tensor: unknown dtype ", dtype));
   Tensor t;
   t.dtype_ = static_cast<DType>(dtype);
   t.shape_.assign(proto.shape().begin(), proto.shape().end());
   absl::StatusOr<int64_t> count = ElementCount(t.shape_);
-  if (!count.ok()) return absl::InternalError(absl::StrCat("response tensor: ", count.status().message()));
+  if (!count.ok())
+    return absl::InternalError(absl::StrCat("response tensor: ", count.status().message()));
   t.bytes_ = std::move(*proto.mutable_data());
   if (t.bytes_.size() != static_cast<size_t>(*count) * ItemSize(t.dtype_)) {
-    return absl::InternalError(absl::StrCat("response tensor: ", t.bytes_.size(), " bytes for ", *count,
-                                            " elements of ", DTypeName(t.dtype_)));
+    return absl::InternalError(absl::StrCat("response tensor: ", t.bytes_.size(), " bytes for ",
+                                            *count, " elements of ", DTypeName(t.dtype_)));
   }
   return t;
 }
@@ -77,8 +79,9 @@ absl::Status EncodeTensor(const TensorView& view, DType wire_dtype, normd::v1::T
   absl::StatusOr<int64_t> count = ElementCount(view.shape());
   if (!count.ok()) return count.status();
   if (static_cast<size_t>(*count) != view.count()) {
-    return absl::InvalidArgumentError(absl::StrCat("shape [", absl::StrJoin(view.shape(), ", "), "] needs ",
-                                                   *count, " elements; the data has ", view.count()));
+    return absl::InvalidArgumentError(absl::StrCat("shape [", absl::StrJoin(view.shape(), ", "),
+                                                   "] needs ", *count, " elements; the data has ",
+                                                   view.count()));
   }
   out->set_dtype(static_cast<normd::v1::DType>(wire_dtype));
   out->mutable_shape()->Assign(view.shape().begin(), view.shape().end());
@@ -115,7 +118,8 @@ absl::StatusOr<DType> ParseDType(const std::string& name) {
   if (name == "fp32" || name == "float32" || name == "f32") return DType::kFloat32;
   if (name == "fp16" || name == "float16" || name == "f16") return DType::kFloat16;
   if (name == "bf16" || name == "bfloat16") return DType::kBFloat16;
-  return absl::InvalidArgumentError(absl::StrCat("dtype '", name, "': expected fp32, fp16 or bf16"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("dtype '", name, "': expected fp32, fp16 or bf16"));
 }
 
 }  // namespace normd

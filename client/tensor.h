@@ -1,10 +1,10 @@
-// Tensors on the client side: TensorView (the caller's data, borrowed, as it is) and Tensor (a result,
-// owning the bytes the server sent), and the marshalling between them and normd.v1.Tensor.
+// Tensors on the client side: TensorView (the caller's data, borrowed, as it is) and Tensor (a
+// result, owning the bytes the server sent), and the marshalling between them and normd.v1.Tensor.
 //
-// A TensorView never copies: it points at the caller's floats, or at uint16_t values holding fp16 or bf16
-// bits. Encoding writes straight into the protobuf's bytes field (one resize, then one memcpy or one
-// conversion loop), so the only copy is the one into the message gRPC serializes. A result Tensor takes
-// the response's bytes string by move, so decoding copies nothing either.
+// A TensorView never copies: it points at the caller's floats, or at uint16_t values holding fp16
+// or bf16 bits. Encoding writes straight into the protobuf's bytes field (one resize, then one
+// memcpy or one conversion loop), so the only copy is the one into the message gRPC serializes. A
+// result Tensor takes the response's bytes string by move, so decoding copies nothing either.
 #ifndef NORMD_CLIENT_TENSOR_H_
 #define NORMD_CLIENT_TENSOR_H_
 
@@ -19,8 +19,8 @@
 
 namespace normd {
 
-// The caller's data, borrowed: it must stay alive until the call that reads it returns (encoding happens
-// inside Client::Prepare / Normalize / RegisterWeight, not later).
+// The caller's data, borrowed: it must stay alive until the call that reads it returns (encoding
+// happens inside Client::Prepare / Normalize / RegisterWeight, not later).
 class TensorView {
  public:
   // An empty `shape` means one dimension, the span's length.
@@ -55,8 +55,8 @@ class Tensor {
   size_t count() const { return bytes_.size() / ItemSize(dtype_); }
   const std::string& bytes() const { return bytes_; }
   // Typed access without a copy: float32() for a float32 tensor, bits() for fp16/bf16 (their 16-bit
-  // patterns); the other one is empty. The bytes live in a heap-allocated std::string, whose storage is
-  // aligned for any fundamental type.
+  // patterns); the other one is empty. The bytes live in a heap-allocated std::string, whose
+  // storage is aligned for any fundamental type.
   std::span<const float> float32() const;
   std::span<const uint16_t> bits() const;
   // Every element widened to float (exact for all three dtypes).
@@ -68,8 +68,9 @@ class Tensor {
   std::string bytes_;
 };
 
-// Fills `out` from `view`, converting the elements to `wire_dtype` on the way when it differs from the
-// view's dtype (rounding to nearest even; NaN and Inf preserved). Checks the shape against the count.
+// Fills `out` from `view`, converting the elements to `wire_dtype` on the way when it differs from
+// the view's dtype (rounding to nearest even; NaN and Inf preserved). Checks the shape against the
+// count.
 absl::Status EncodeTensor(const TensorView& view, DType wire_dtype, normd::v1::Tensor* out);
 
 // Conversions of whole spans, for callers that hold float data and want fp16/bf16 bits or back.

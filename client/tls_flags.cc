@@ -4,9 +4,11 @@
 
 #include "absl/flags/flag.h"
 
-ABSL_FLAG(bool, tls, false, "connect with TLS, trusting the system's roots (implied by --tls-ca, --tls-cert)");
+ABSL_FLAG(bool, tls, false,
+          "connect with TLS, trusting the system's roots (implied by --tls-ca, --tls-cert)");
 ABSL_FLAG(std::string, tls_ca, "", "TLS: PEM file of the CA(s) normd's certificate must chain to");
-ABSL_FLAG(std::string, tls_cert, "", "mutual TLS: PEM client certificate to present (with --tls-key)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "mutual TLS: PEM client certificate to present (with --tls-key)");
 ABSL_FLAG(std::string, tls_key, "", "mutual TLS: PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_server_name, "",
           "TLS: name to verify in normd's certificate when it is not the target's host");

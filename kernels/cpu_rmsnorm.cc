@@ -4,13 +4,13 @@
 // everything between HWY_BEFORE_NAMESPACE and HWY_AFTER_NAMESPACE is per target, the part under
 // HWY_ONCE exists once.
 //
-// The math is two passes over each row. Pass 1 reads x (and r), forms h = x + r in fp32 and the row's
-// sum of squares. Pass 2 reads x (and r) again, still in L1/L2 (a 4096-wide fp32 row with its
+// The math is two passes over each row. Pass 1 reads x (and r), forms h = x + r in fp32 and the
+// row's sum of squares. Pass 2 reads x (and r) again, still in L1/L2 (a 4096-wide fp32 row with its
 // residual is 32 KiB), recomputes the same h, and writes residual_out = round(h) and
-// y = (h * inv_rms) * (weight_offset + w). Recomputing h instead of parking it in a scratch row costs
-// a few vector adds, needs no buffer, and keeps in-place calls right: pass 1 writes nothing, and pass
-// 2 reads element i before it writes element i, so output may equal input and residual_out may equal
-// residual.
+// y = (h * inv_rms) * (weight_offset + w). Recomputing h instead of parking it in a scratch row
+// costs a few vector adds, needs no buffer, and keeps in-place calls right: pass 1 writes nothing,
+// and pass 2 reads element i before it writes element i, so output may equal input and residual_out
+// may equal residual.
 //
 // Why it is shaped the way it is (measured with bench/cpu, docs/BENCHMARKS.md "CPU kernels"):
 //  - Pass 2 of a row runs in the same loop as pass 1 of the next row. A row-at-a-time kernel reads
@@ -20,8 +20,8 @@
 //    previous one and held pass 1 to a quarter of the load rate.
 //  - Large outputs are written with non-temporal stores (Stream). An ordinary store first reads the
 //    line it overwrites (read-for-ownership), so writing y cost a DRAM read as well as a write and
-//    capped fp32 at about two thirds of memcpy. Small outputs keep ordinary stores: the server reads
-//    them right back to build the response, and they should still be in cache then.
+//    capped fp32 at about two thirds of memcpy. Small outputs keep ordinary stores: the server
+//    reads them right back to build the response, and they should still be in cache then.
 //  - The fp16/bf16 conversions are dtype.h's, bit for bit, as vector integer operations (Highway
 //    1.0's bf16 DemoteTo truncates instead of rounding to nearest even). The compiler did not
 //    vectorize the scalar versions well, which held bf16 to half of memcpy.
@@ -57,7 +57,6 @@ using DI32 = hn::RebindToSigned<DF>;
 using DU16 = hn::Rebind<uint16_t, DF>;  // half-width: as many 16-bit lanes as DF has floats
 using DU16Full = hn::Repartition<uint16_t, DF>;  // full width: twice as many 16-bit lanes
 
-
 template <class D, class V, class T>
 HWY_INLINE void StoreVector(bool stream, V v, D d, T* p) {
   if (stream) {
@@ -84,16 +83,19 @@ struct F32Codec {
   }
 };
 
-HWY_INLINE hn::Vec<DU32> LoadBits16(const uint16_t* p) { return hn::PromoteTo(DU32(), hn::LoadU(DU16(), p)); }
+HWY_INLINE hn::Vec<DU32> LoadBits16(const uint16_t* p) {
+  return hn::PromoteTo(DU32(), hn::LoadU(DU16(), p));
+}
 
-// Stores the low 16 bits of every 32-bit lane (each below 2^16, so the saturating narrowing is exact).
+// Stores the low 16 bits of every 32-bit lane (each below 2^16, so the saturating narrowing is
+// exact).
 HWY_INLINE void StoreLowBits16(bool stream, hn::Vec<DU32> bits, uint16_t* p) {
   StoreVector(stream, hn::DemoteTo(DU16(), hn::BitCast(DI32(), bits)), DU16(), p);
 }
 
-// Stores one 16-bit half of every 32-bit lane of two vectors, lo's lanes first: the high halves (where
-// bf16 rounding leaves its result) or the low ones (fp16's), with one two-source permute. The low
-// halves must each be below 2^16 in value, as StoreLowBits16 needs on the one-lane target.
+// Stores one 16-bit half of every 32-bit lane of two vectors, lo's lanes first: the high halves
+// (where bf16 rounding leaves its result) or the low ones (fp16's), with one two-source permute.
+// The low halves must each be below 2^16 in value, as StoreLowBits16 needs on the one-lane target.
 template <bool kHighHalves>
 HWY_INLINE void StoreHalves16(bool stream, hn::Vec<DU32> lo, hn::Vec<DU32> hi, uint16_t* p) {
 #if HWY_TARGET == HWY_SCALAR  // one lane: no permutes, and nothing to gain from them
@@ -117,17 +119,21 @@ struct BF16Codec {
   using Storage = uint16_t;
   static float LoadScalar(uint16_t v) { return BFloat16ToFloat(v); }
   static uint16_t StoreScalar(float v) { return FloatToBFloat16(v); }
-  static HWY_INLINE VF Load(const uint16_t* p) { return hn::BitCast(DF(), hn::ShiftLeft<16>(LoadBits16(p))); }
+  static HWY_INLINE VF Load(const uint16_t* p) {
+    return hn::BitCast(DF(), hn::ShiftLeft<16>(LoadBits16(p)));
+  }
   // dtype.h FloatToBFloat16 with the result left in the high 16 bits of each lane: add 0x7FFF plus
   // the lowest kept bit, keep NaN quiet. The low 16 bits are left over.
   static HWY_INLINE hn::Vec<DU32> RoundedHigh(VF v) {
     const DU32 du;
     const DI32 di;
     const auto u = hn::BitCast(du, v);
-    const auto rounded = hn::Add(hn::Add(u, hn::Set(du, 0x7FFFu)), hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u)));
+    const auto rounded =
+        hn::Add(hn::Add(u, hn::Set(du, 0x7FFFu)), hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u)));
     const auto quiet_nan = hn::Or(u, hn::Set(du, 0x00400000u));
     // The magnitude is below 2^31, so a signed compare orders it as unsigned.
-    const auto is_nan = hn::Gt(hn::BitCast(di, hn::And(u, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000));
+    const auto is_nan =
+        hn::Gt(hn::BitCast(di, hn::And(u, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000));
     return hn::IfThenElse(hn::RebindMask(du, is_nan), quiet_nan, rounded);
   }
   static HWY_INLINE void Store(bool stream, VF v, uint16_t* p) {
@@ -153,7 +159,8 @@ struct F16Codec {
     const auto at_mantissa = hn::ShiftLeft<13>(magnitude);
     const auto scaled = hn::Mul(hn::BitCast(df, at_mantissa), hn::Set(df, 0x1p112f));
     const auto inf_or_nan = hn::BitCast(df, hn::Or(at_mantissa, hn::Set(du, 0x7F800000u)));
-    const auto special = hn::RebindMask(df, hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, 0x7BFF)));
+    const auto special =
+        hn::RebindMask(df, hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, 0x7BFF)));
     const auto result = hn::IfThenElse(special, inf_or_nan, scaled);
     return hn::BitCast(df, hn::Or(hn::BitCast(du, result), sign));
   }
@@ -169,24 +176,30 @@ struct F16Codec {
     const auto a = hn::And(u, hn::Set(du, 0x7FFFFFFFu));
     const auto a_signed = hn::BitCast(di, a);  // below 2^31: signed compares order it as unsigned
     const auto lowest_kept = hn::And(hn::ShiftRight<13>(a), hn::Set(du, 1u));
-    const auto normal = hn::ShiftRight<13>(
-        hn::Add(hn::Add(hn::Sub(a, hn::Set(du, (127u - 15u) << 23)), hn::Set(du, 0x0FFFu)), lowest_kept));
-    const auto subnormal =
-        hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, a), hn::Set(df, 0.5f))), hn::Set(du, FloatBits(0.5f)));
-    auto out = hn::IfThenElse(hn::RebindMask(du, hn::Lt(a_signed, hn::Set(di, 0x38800000))), subnormal, normal);
-    out = hn::IfThenElse(hn::RebindMask(du, hn::Gt(a_signed, hn::Set(di, 0x477FEFFF))), hn::Set(du, 0x7C00u), out);
-    const auto nan = hn::Or(hn::Set(du, 0x7E00u), hn::And(hn::ShiftRight<13>(a), hn::Set(du, 0x3FFu)));
+    const auto normal = hn::ShiftRight<13>(hn::Add(
+        hn::Add(hn::Sub(a, hn::Set(du, (127u - 15u) << 23)), hn::Set(du, 0x0FFFu)), lowest_kept));
+    const auto subnormal = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, a), hn::Set(df, 0.5f))),
+                                   hn::Set(du, FloatBits(0.5f)));
+    auto out = hn::IfThenElse(hn::RebindMask(du, hn::Lt(a_signed, hn::Set(di, 0x38800000))),
+                              subnormal, normal);
+    out = hn::IfThenElse(hn::RebindMask(du, hn::Gt(a_signed, hn::Set(di, 0x477FEFFF))),
+                         hn::Set(du, 0x7C00u), out);
+    const auto nan =
+        hn::Or(hn::Set(du, 0x7E00u), hn::And(hn::ShiftRight<13>(a), hn::Set(du, 0x3FFu)));
     out = hn::IfThenElse(hn::RebindMask(du, hn::Gt(a_signed, hn::Set(di, 0x7F800000))), nan, out);
     return hn::Or(sign, out);
   }
-  static HWY_INLINE void Store(bool stream, VF v, uint16_t* p) { StoreLowBits16(stream, RoundedLow(v), p); }
+  static HWY_INLINE void Store(bool stream, VF v, uint16_t* p) {
+    StoreLowBits16(stream, RoundedLow(v), p);
+  }
   static HWY_INLINE void Store2(bool stream, VF lo, VF hi, uint16_t* p) {
     StoreHalves16<false>(stream, RoundedLow(lo), RoundedLow(hi), p);
   }
 };
 
-// One row's tensors, already offset to the row. This and RowConstants travel by value: vector stores
-// may alias anything, and through a reference every store made the compiler reload the pointers.
+// One row's tensors, already offset to the row. This and RowConstants travel by value: vector
+// stores may alias anything, and through a reference every store made the compiler reload the
+// pointers.
 template <class T>
 struct Row {
   const typename T::Storage* x = nullptr;
@@ -227,7 +240,8 @@ HWY_INLINE void ScaleScalar(Row<T> row, float inv_rms, RowConstants c, size_t i)
 // Pass 2 for the N elements from i. stream_y / stream_r_out pick non-temporal stores; they are
 // fixed per row, so the branches inside the stores are perfectly predicted.
 template <class T, bool kResidual>
-HWY_INLINE void ScaleVector(Row<T> row, VF inv_rms, RowConstants c, bool stream_y, bool stream_r_out, size_t i) {
+HWY_INLINE void ScaleVector(Row<T> row, VF inv_rms, RowConstants c, bool stream_y,
+                            bool stream_r_out, size_t i) {
   const VF h = LoadH<T, kResidual>(row, i);
   if constexpr (kResidual) T::Store(stream_r_out, h, row.r_out + i);
   T::Store(stream_y, hn::Mul(hn::Mul(h, inv_rms), hn::LoadU(DF(), c.scale + i)), row.y + i);
@@ -235,7 +249,8 @@ HWY_INLINE void ScaleVector(Row<T> row, VF inv_rms, RowConstants c, bool stream_
 
 // The same for the 2N elements from i.
 template <class T, bool kResidual>
-HWY_INLINE void ScaleVectorPair(Row<T> row, VF inv_rms, RowConstants c, bool stream_y, bool stream_r_out, size_t i) {
+HWY_INLINE void ScaleVectorPair(Row<T> row, VF inv_rms, RowConstants c, bool stream_y,
+                                bool stream_r_out, size_t i) {
   const size_t n = hn::Lanes(DF());
   const VF h0 = LoadH<T, kResidual>(row, i), h1 = LoadH<T, kResidual>(row, i + n);
   if constexpr (kResidual) T::Store2(stream_r_out, h0, h1, row.r_out + i);
@@ -303,7 +318,8 @@ HWY_INLINE float Sweep(bool scale, const Row<T> cur, float inv_rms, bool sum, co
     if (after.x != nullptr) {
       for (size_t line = 0; line < 4 * n * sizeof(typename T::Storage); line += 64) {
         hwy::Prefetch(reinterpret_cast<const uint8_t*>(after.x + m) + line);
-        if constexpr (kResidual) hwy::Prefetch(reinterpret_cast<const uint8_t*>(after.r + m) + line);
+        if constexpr (kResidual)
+          hwy::Prefetch(reinterpret_cast<const uint8_t*>(after.r + m) + line);
       }
     }
     ScaleVectorPair<T, kResidual>(cur, inv_rms_v, c, kStream, stream_r_out, s);
@@ -320,9 +336,11 @@ HWY_INLINE float Sweep(bool scale, const Row<T> cur, float inv_rms, bool sum, co
     acc0 = hn::MulAdd(h, h, acc0);
   }
   // Scalar tails.
-  for (size_t i = peel + scale_blocks * n; scale && i < hidden; ++i) ScaleScalar<T, kResidual>(cur, inv_rms, c, i);
+  for (size_t i = peel + scale_blocks * n; scale && i < hidden; ++i)
+    ScaleScalar<T, kResidual>(cur, inv_rms, c, i);
   if (!sum) return 0.0f;
-  float sum_squares = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3))));
+  float sum_squares =
+      hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3))));
   for (size_t i = sum_blocks * n; i < hidden; ++i) {
     const float h = LoadHScalar<T, kResidual>(next, i);
     sum_squares += h * h;
@@ -347,14 +365,17 @@ void NormalizeRows(int64_t hidden, const RmsNormSegment& s, int64_t row_begin, i
     return r;
   };
   // Software prefetch of the row after the one being summed: the hardware prefetchers stop at page
-  // boundaries, and a bf16 row of 4096 is only two pages. It took fp32 from 68% to over 80% of memcpy.
+  // boundaries, and a bf16 row of 4096 is only two pages. It took fp32 from 68% to over 80% of
+  // memcpy.
   Row<T> cur = row_at(row_begin);
-  float sum_squares = Sweep<T, kResidual, kStream>(false, Row<T>{}, 0.0f, true, cur, row_at(row_begin + 1), c);
+  float sum_squares =
+      Sweep<T, kResidual, kStream>(false, Row<T>{}, 0.0f, true, cur, row_at(row_begin + 1), c);
   for (int64_t row = row_begin; row < row_end; ++row) {
     // sqrt and divide are correctly rounded here (no -ffast-math); eps sits inside the root.
     const float inv_rms = 1.0f / std::sqrt(sum_squares / static_cast<float>(hidden) + s.eps);
     const Row<T> next = row_at(row + 1);
-    sum_squares = Sweep<T, kResidual, kStream>(true, cur, inv_rms, next.x != nullptr, next, row_at(row + 2), c);
+    sum_squares = Sweep<T, kResidual, kStream>(true, cur, inv_rms, next.x != nullptr, next,
+                                               row_at(row + 2), c);
     cur = next;
   }
   if constexpr (kStream) hwy::FlushStream();
@@ -366,9 +387,11 @@ void NormalizeRows(int64_t hidden, const RmsNormSegment& s, int64_t row_begin, i
 constexpr size_t kStreamMinOutputBytes = size_t{16} << 20;
 
 template <class T, bool kResidual>
-void ChooseStores(int64_t hidden, const RmsNormSegment& s, int64_t row_begin, int64_t row_end, const RowConstants& c) {
+void ChooseStores(int64_t hidden, const RmsNormSegment& s, int64_t row_begin, int64_t row_end,
+                  const RowConstants& c) {
   using Storage = typename T::Storage;
-  const size_t output_bytes = static_cast<size_t>(row_end - row_begin) * static_cast<size_t>(hidden) * sizeof(Storage);
+  const size_t output_bytes =
+      static_cast<size_t>(row_end - row_begin) * static_cast<size_t>(hidden) * sizeof(Storage);
   // Stream needs each vector aligned; a peel aligns y unless it is not even element-aligned.
   const bool element_aligned = reinterpret_cast<uintptr_t>(s.output) % sizeof(Storage) == 0;
   if (output_bytes >= kStreamMinOutputBytes && element_aligned) {
@@ -379,7 +402,8 @@ void ChooseStores(int64_t hidden, const RmsNormSegment& s, int64_t row_begin, in
 }
 
 // weight_offset + w in fp32 for every column, into a buffer of the calling thread (it only grows,
-// to at most --max-hidden floats). The same fp32 add the per-element formula did, so no bit changes.
+// to at most --max-hidden floats). The same fp32 add the per-element formula did, so no bit
+// changes.
 template <class W>
 const float* WeightPlusOffset(const RmsNormSegment& s, size_t hidden) {
   thread_local std::vector<float> buffer;
@@ -389,7 +413,8 @@ const float* WeightPlusOffset(const RmsNormSegment& s, size_t hidden) {
   const size_t n = hn::Lanes(df);
   const VF offset = hn::Set(df, s.weight_offset);
   size_t i = 0;
-  for (; i + n <= hidden; i += n) hn::StoreU(hn::Add(offset, W::Load(w + i)), df, buffer.data() + i);
+  for (; i + n <= hidden; i += n)
+    hn::StoreU(hn::Add(offset, W::Load(w + i)), df, buffer.data() + i);
   for (; i < hidden; ++i) buffer[i] = s.weight_offset + W::LoadScalar(w[i]);
   return buffer.data();
 }
@@ -398,7 +423,8 @@ const float* WeightPlusOffset(const RmsNormSegment& s, size_t hidden) {
 template <class T>
 void DispatchWeight(int64_t hidden, const RmsNormSegment& s, int64_t row_begin, int64_t row_end) {
   const size_t h = static_cast<size_t>(hidden);
-  const RowConstants c{s.weight_dtype == DType::kFloat32 ? WeightPlusOffset<F32Codec>(s, h) : WeightPlusOffset<T>(s, h),
+  const RowConstants c{s.weight_dtype == DType::kFloat32 ? WeightPlusOffset<F32Codec>(s, h)
+                                                         : WeightPlusOffset<T>(s, h),
                        h};
   if (s.residual != nullptr) {
     ChooseStores<T, true>(hidden, s, row_begin, row_end, c);
@@ -407,7 +433,8 @@ void DispatchWeight(int64_t hidden, const RmsNormSegment& s, int64_t row_begin, 
   }
 }
 
-void RowsKernel(DType dtype, int64_t hidden, const RmsNormSegment& s, int64_t row_begin, int64_t row_end) {
+void RowsKernel(DType dtype, int64_t hidden, const RmsNormSegment& s, int64_t row_begin,
+                int64_t row_end) {
   switch (dtype) {
     case DType::kFloat32:
       DispatchWeight<F32Codec>(hidden, s, row_begin, row_end);

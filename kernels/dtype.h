@@ -1,13 +1,13 @@
 // Element types normd computes on, and exact conversions between them.
 //
-// Tensors travel as raw little-endian bytes; fp16 and bf16 values are held as their 16-bit patterns in
-// uint16_t. The conversions here are the single definition every part of normd uses (CPU kernels, the
-// fp64 reference, the server, the client library), so that rounding is the same everywhere:
-// float -> fp16/bf16 rounds to nearest, ties to even; NaN stays NaN (quiet), Inf stays Inf; fp16
-// overflow gives Inf, fp16 subnormals are produced and read exactly.
+// Tensors travel as raw little-endian bytes; fp16 and bf16 values are held as their 16-bit patterns
+// in uint16_t. The conversions here are the single definition every part of normd uses (CPU
+// kernels, the fp64 reference, the server, the client library), so that rounding is the same
+// everywhere: float -> fp16/bf16 rounds to nearest, ties to even; NaN stays NaN (quiet), Inf stays
+// Inf; fp16 overflow gives Inf, fp16 subnormals are produced and read exactly.
 //
-// The functions are branch-light on purpose: the CPU kernels call them inside loops that the compiler
-// vectorizes, and a data-dependent branch there would stop it.
+// The functions are branch-light on purpose: the CPU kernels call them inside loops that the
+// compiler vectorizes, and a data-dependent branch there would stop it.
 #ifndef NORMD_KERNELS_DTYPE_H_
 #define NORMD_KERNELS_DTYPE_H_
 
@@ -47,12 +47,15 @@ inline float BitsToFloat(uint32_t u) {
 }
 
 // bf16 is the top half of an fp32: widening is a shift.
-inline float BFloat16ToFloat(uint16_t bits) { return BitsToFloat(static_cast<uint32_t>(bits) << 16); }
+inline float BFloat16ToFloat(uint16_t bits) {
+  return BitsToFloat(static_cast<uint32_t>(bits) << 16);
+}
 
 inline uint16_t FloatToBFloat16(float f) {
   const uint32_t u = FloatBits(f);
-  // Adding 0x7FFF plus the lowest kept bit rounds to nearest even; carries into the exponent are the
-  // correct result (up to Inf). NaN must not be rounded (it could become Inf), so it is kept quiet.
+  // Adding 0x7FFF plus the lowest kept bit rounds to nearest even; carries into the exponent are
+  // the correct result (up to Inf). NaN must not be rounded (it could become Inf), so it is kept
+  // quiet.
   const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
   const uint32_t quiet_nan = (u >> 16) | 0x0040u;
   const bool is_nan = (u & 0x7FFFFFFFu) > 0x7F800000u;
@@ -62,8 +65,8 @@ inline uint16_t FloatToBFloat16(float f) {
 inline float Float16ToFloat(uint16_t bits) {
   const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
   const uint32_t magnitude = bits & 0x7FFFu;
-  // Placing the 15 exponent+mantissa bits at fp32's mantissa boundary and multiplying by 2^112 rebiases
-  // the exponent (127 - 15 = 112); the multiply also normalizes fp16 subnormals exactly.
+  // Placing the 15 exponent+mantissa bits at fp32's mantissa boundary and multiplying by 2^112
+  // rebiases the exponent (127 - 15 = 112); the multiply also normalizes fp16 subnormals exactly.
   const float scaled = BitsToFloat(magnitude << 13) * 0x1p112f;
   const float inf_or_nan = BitsToFloat((magnitude << 13) | 0x7F800000u);
   const float result = magnitude >= 0x7C00u ? inf_or_nan : scaled;
@@ -78,8 +81,9 @@ inline uint16_t FloatToFloat16(float f) {
   // even. A carry out of the mantissa moves to the next binade, or to Inf past 65504.
   const uint32_t lowest_kept = (a >> 13) & 1u;
   const uint32_t normal = (a - ((127u - 15u) << 23) + 0x0FFFu + lowest_kept) >> 13;
-  // Below 2^-14 (fp16's smallest normal): adding 0.5f makes the FPU round at 2^-24, fp16's subnormal
-  // step, so the integer difference from 0.5f is the subnormal encoding, already rounded to even.
+  // Below 2^-14 (fp16's smallest normal): adding 0.5f makes the FPU round at 2^-24, fp16's
+  // subnormal step, so the integer difference from 0.5f is the subnormal encoding, already rounded
+  // to even.
   const uint32_t subnormal = FloatBits(BitsToFloat(a) + 0.5f) - FloatBits(0.5f);
   // 65520 (0x477FF000) and above round to Inf.
   uint32_t out = a < 0x38800000u ? subnormal : normal;

@@ -19,8 +19,8 @@ void RmsNormReference(DType dtype, int64_t hidden, const RmsNormSegment& segment
       if (segment.residual != nullptr && residual_out != nullptr) residual_out[base + i] = h;
       sum_squares += h * h;
     }
-    const double inv_rms =
-        1.0 / std::sqrt(sum_squares / static_cast<double>(hidden) + static_cast<double>(segment.eps));
+    const double inv_rms = 1.0 / std::sqrt(sum_squares / static_cast<double>(hidden) +
+                                           static_cast<double>(segment.eps));
     for (size_t i = 0; i < h_count; ++i) {
       const double w = LoadAsFloat(segment.weight, segment.weight_dtype, i);
       output[base + i] *= inv_rms * (static_cast<double>(segment.weight_offset) + w);

@@ -12,8 +12,8 @@
 
 namespace normd {
 
-// Computes the segment's rows x hidden outputs into `output` (rows * hidden doubles). When the segment
-// has a residual and `residual_out` is not null, writes h = x + r there (also unrounded).
+// Computes the segment's rows x hidden outputs into `output` (rows * hidden doubles). When the
+// segment has a residual and `residual_out` is not null, writes h = x + r there (also unrounded).
 // Reads segment.input, .residual and .weight; ignores segment.output and .residual_out.
 void RmsNormReference(DType dtype, int64_t hidden, const RmsNormSegment& segment, double* output,
                       double* residual_out);

@@ -17,8 +17,8 @@
 namespace normd {
 namespace {
 
-// The CPU's copy ceiling, the counterpart of a GPU's device-to-device copy: one thread copying 32 MiB,
-// best of three (about 10 ms at start-up).
+// The CPU's copy ceiling, the counterpart of a GPU's device-to-device copy: one thread copying 32
+// MiB, best of three (about 10 ms at start-up).
 double MeasureMemcpyBytesPerSecond() {
   constexpr size_t kBytes = size_t{32} << 20;
   std::vector<char> from(kBytes, 1), to(kBytes, 0);
@@ -64,7 +64,8 @@ absl::StatusOr<Backend> MakeBackend(const ServerConfig& config, ServerMetrics* m
 #else
   if (config.backend == "cuda") {
     return absl::FailedPreconditionError(
-        "--backend=cuda: this normd was built without CUDA (nvcc was not found); use --backend=cpu or auto");
+        "--backend=cuda: this normd was built without CUDA (nvcc was not found); use --backend=cpu "
+        "or auto");
   }
 #endif
   return MakeCpuBackend(config, metrics);

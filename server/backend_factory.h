@@ -1,5 +1,5 @@
-// Builds the workers for the configured backend. The only place in the server that knows whether normd
-// was built with CUDA: everything else sees workers and executors.
+// Builds the workers for the configured backend. The only place in the server that knows whether
+// normd was built with CUDA: everything else sees workers and executors.
 #ifndef NORMD_SERVER_BACKEND_FACTORY_H_
 #define NORMD_SERVER_BACKEND_FACTORY_H_
 

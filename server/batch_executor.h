@@ -1,15 +1,15 @@
 // The backend interface: computes one launch (one dtype and hidden size, many requests).
 //
-// A launch goes through two phases, so that a worker can overlap consecutive launches: Start() packs
-// and enqueues the work (CUDA: pack into a pinned staging slot, copy up, launch, copy down, all on the
-// worker's stream) and returns without waiting for the device; Finish() waits for that launch and
-// delivers its results into the requests' output buffers. A worker may Start up to max_in_flight()
-// launches before it Finishes the oldest; launches finish in the order they started. The CPU executor
-// does all its work in Start (max_in_flight 1).
+// A launch goes through two phases, so that a worker can overlap consecutive launches: Start()
+// packs and enqueues the work (CUDA: pack into a pinned staging slot, copy up, launch, copy down,
+// all on the worker's stream) and returns without waiting for the device; Finish() waits for that
+// launch and delivers its results into the requests' output buffers. A worker may Start up to
+// max_in_flight() launches before it Finishes the oldest; launches finish in the order they
+// started. The CPU executor does all its work in Start (max_in_flight 1).
 //
 // A worker owns one executor and never lets two threads call it at once (its own thread, or a
-// submitting thread when runs_on_caller_thread() allows), so an executor needs no locking of its own
-// state.
+// submitting thread when runs_on_caller_thread() allows), so an executor needs no locking of its
+// own state.
 #ifndef NORMD_SERVER_BATCH_EXECUTOR_H_
 #define NORMD_SERVER_BATCH_EXECUTOR_H_
 
@@ -40,9 +40,9 @@ class BatchExecutor {
   // How many launches may be started and not yet finished.
   virtual int max_in_flight() const { return 1; }
 
-  // True when the thread submitting a request may run its launch itself (Start, then Finish) while the
-  // worker thread is idle: that saves two thread hand-offs per request at low load. The worker still
-  // never lets two threads use the executor at once.
+  // True when the thread submitting a request may run its launch itself (Start, then Finish) while
+  // the worker thread is idle: that saves two thread hand-offs per request at low load. The worker
+  // still never lets two threads use the executor at once.
   virtual bool runs_on_caller_thread() const { return false; }
 
   // False once the executor has hit an error it cannot recover from (a sticky CUDA error): the

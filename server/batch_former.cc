@@ -23,9 +23,9 @@ void RemoveDeadRequests(WorkQueue& queue, absl::Time now,
     if (item.is_cancelled && item.is_cancelled()) {
       status = absl::CancelledError("the client cancelled the request before it was computed");
     } else if (now >= item.deadline) {
-      status = absl::DeadlineExceededError(absl::StrCat(
-          "deadline passed after ", absl::FormatDuration(now - item.enqueued),
-          " in normd's queue, before any compute was spent on the request"));
+      status = absl::DeadlineExceededError(
+          absl::StrCat("deadline passed after ", absl::FormatDuration(now - item.enqueued),
+                       " in normd's queue, before any compute was spent on the request"));
     }
     if (status.ok()) {
       ++it;
@@ -69,7 +69,8 @@ absl::Time NextLaunchTime(const WorkQueue& queue, const BatchLimits& limits, abs
     if (rows >= limits.max_rows || bytes >= limits.max_bytes) return now;
   }
   absl::Time until = now;
-  if (limits.max_queue_delay > absl::ZeroDuration()) until = oldest.enqueued + limits.max_queue_delay;
+  if (limits.max_queue_delay > absl::ZeroDuration())
+    until = oldest.enqueued + limits.max_queue_delay;
   if (waits_for_company && requests < expected_requests) {
     until = std::max(until, oldest.enqueued + limits.company_wait);
   }

@@ -40,10 +40,12 @@ struct BatchLimits {
   int64_t max_bytes = int64_t{256} << 20;
   absl::Duration max_queue_delay = absl::ZeroDuration();
   // An executor that can run several launches at once (CUDA) starts another while one is in flight
-  // only if the queue holds at least this many payload bytes: overlapping pays for large copies, while
-  // small requests do better waiting for the running launch and going out together in the next.
+  // only if the queue holds at least this many payload bytes: overlapping pays for large copies,
+  // while small requests do better waiting for the running launch and going out together in the
+  // next.
   int64_t overlap_min_bytes = 0;
-  // How long a launch may wait for as many requests as the worker's previous launch carried (see above).
+  // How long a launch may wait for as many requests as the worker's previous launch carried (see
+  // above).
   absl::Duration company_wait = absl::ZeroDuration();
   // ... provided that launch carried at least this many (at least 2; normd's
   // --company-min-requests sets it, 9 by default): with N clients a launch never carries more than
@@ -61,8 +63,9 @@ struct BatchLimits {
   // How many of its last launches a worker remembers when it decides how many requests to expect
   // (normd's --company-memory, 8 by default; 1: the last launch alone). See CompanyMemory.
   int company_memory = 1;
-  // How long a worker's thread keeps polling its queue after its last launch before it sleeps; while it
-  // polls, small requests are handed to it instead of being run on the submitting thread (worker.h).
+  // How long a worker's thread keeps polling its queue after its last launch before it sleeps;
+  // while it polls, small requests are handed to it instead of being run on the submitting thread
+  // (worker.h).
   absl::Duration busy_poll = absl::ZeroDuration();
 };
 
@@ -77,8 +80,8 @@ struct Launch {
 
 using WorkQueue = std::deque<std::unique_ptr<WorkItem>>;
 
-// Moves every expired or cancelled request out of the queue into `dropped`, with the status each must be
-// answered with.
+// Moves every expired or cancelled request out of the queue into `dropped`, with the status each
+// must be answered with.
 void RemoveDeadRequests(WorkQueue& queue, absl::Time now,
                         std::vector<std::pair<std::unique_ptr<WorkItem>, absl::Status>>& dropped);
 

@@ -15,10 +15,10 @@
 namespace normd {
 
 // Sizes the response's output (and residual_out) tensors for the request and returns a WorkItem
-// whose output pointers address their bytes. The request (its RequestWire, which holds the bytes the
-// validated request points into) and the response must outlive the item;
-// on_done is the caller's to set, and on success it takes the response's bytes with
-// ResponseWire::Finish (on failure no half-written tensor travels with the error status).
+// whose output pointers address their bytes. The request (its RequestWire, which holds the bytes
+// the validated request points into) and the response must outlive the item; on_done is the
+// caller's to set, and on success it takes the response's bytes with ResponseWire::Finish (on
+// failure no half-written tensor travels with the error status).
 std::unique_ptr<WorkItem> MakeWorkItem(const normd::v1::NormalizeRequest& request,
                                        ValidatedRequest validated, ResponseWire& response,
                                        grpc::CallbackServerContext& context);

@@ -56,8 +56,10 @@ absl::Status CpuExecutor::Start(const Launch& launch, StageTimes& stages) {
   // Split rows into chunks big enough to pay for a thread hand-off, a few per thread for balance.
   const int64_t total_elements = launch.rows * launch.hidden;
   const int64_t max_chunks = int64_t{pool_.size()} * 4;
-  const int64_t chunks_wanted = std::clamp<int64_t>(total_elements / kMinElementsPerChunk, 1, max_chunks);
-  const int64_t rows_per_chunk = std::max<int64_t>(1, (launch.rows + chunks_wanted - 1) / chunks_wanted);
+  const int64_t chunks_wanted =
+      std::clamp<int64_t>(total_elements / kMinElementsPerChunk, 1, max_chunks);
+  const int64_t rows_per_chunk =
+      std::max<int64_t>(1, (launch.rows + chunks_wanted - 1) / chunks_wanted);
   std::vector<RowChunk> chunks;
   for (const RmsNormSegment& segment : segments) {
     for (int64_t row = 0; row < segment.rows; row += rows_per_chunk) {

@@ -1,5 +1,6 @@
-// The CPU backend's executor: computes a launch with the vectorized CPU kernels, spreading its rows over
-// a thread pool. Reads request bytes and writes response bytes in place: nothing is staged or copied.
+// The CPU backend's executor: computes a launch with the vectorized CPU kernels, spreading its rows
+// over a thread pool. Reads request bytes and writes response bytes in place: nothing is staged or
+// copied.
 #ifndef NORMD_SERVER_CPU_EXECUTOR_H_
 #define NORMD_SERVER_CPU_EXECUTOR_H_
 

@@ -25,15 +25,17 @@ absl::StatusOr<std::vector<int>> ParseGpus(const std::string& text, int visible)
   for (absl::string_view part : absl::StrSplit(text, ',')) {
     int index;
     if (!absl::SimpleAtoi(part, &index) || index < 0 || index >= visible) {
-      return absl::InvalidArgumentError(absl::StrCat("--gpus=", text, ": '", part, "' is not a GPU index below ",
-                                                     visible, " (the visible device count)"));
+      return absl::InvalidArgumentError(absl::StrCat("--gpus=", text, ": '", part,
+                                                     "' is not a GPU index below ", visible,
+                                                     " (the visible device count)"));
     }
     if (std::find(gpus.begin(), gpus.end(), index) == gpus.end()) gpus.push_back(index);
   }
   return gpus;
 }
 
-// The median time of 5 copies of `bytes` (after one warm-up copy), in seconds; 0 if none could be timed.
+// The median time of 5 copies of `bytes` (after one warm-up copy), in seconds; 0 if none could be
+// timed.
 double MedianCopySeconds(void* to, const void* from, size_t bytes, cudaMemcpyKind kind) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
@@ -85,7 +87,8 @@ HostLinkBandwidth MeasureHostLinkBandwidth(int device) {
   cudaSetDevice(device);
   void *host = nullptr, *dev = nullptr;
   HostLinkBandwidth result;
-  if (cudaHostAlloc(&host, kBytes, cudaHostAllocDefault) == cudaSuccess && cudaMalloc(&dev, kBytes) == cudaSuccess) {
+  if (cudaHostAlloc(&host, kBytes, cudaHostAllocDefault) == cudaSuccess &&
+      cudaMalloc(&dev, kBytes) == cudaSuccess) {
     std::memset(host, 1, kBytes);
     const double up = MedianCopySeconds(dev, host, kBytes, cudaMemcpyHostToDevice);
     const double down = MedianCopySeconds(host, dev, kBytes, cudaMemcpyDeviceToHost);
@@ -111,7 +114,8 @@ int VisibleCudaDevices() {
 
 absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetrics* metrics) {
   const int visible = VisibleCudaDevices();
-  if (visible == 0) return absl::FailedPreconditionError("--backend=cuda: no CUDA device is visible");
+  if (visible == 0)
+    return absl::FailedPreconditionError("--backend=cuda: no CUDA device is visible");
   absl::StatusOr<std::vector<int>> gpus = ParseGpus(config.gpus, visible);
   if (!gpus.ok()) return gpus.status();
   Backend backend;
@@ -121,8 +125,9 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
   const int cpus = UsableCpuCount();
   if (config.busy_poll_automatic) {
     limits.busy_poll = AutomaticBusyPoll(cpus, workers);
-    Log(LogLevel::kInfo, "busy polling (--busy-poll-us=-1, automatic): ",
-        absl::FormatDuration(limits.busy_poll), " for ", workers, " workers on ", cpus, " usable CPUs");
+    Log(LogLevel::kInfo,
+        "busy polling (--busy-poll-us=-1, automatic): ", absl::FormatDuration(limits.busy_poll),
+        " for ", workers, " workers on ", cpus, " usable CPUs");
   }
   if (config.company_wait_automatic) {
     limits.company_wait = kCompanyWaitAutomatic;
@@ -152,7 +157,8 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
   for (int gpu : *gpus) {
     cudaDeviceProp props{};
     if (cudaError_t e = cudaGetDeviceProperties(&props, gpu); e != cudaSuccess) {
-      return absl::InternalError(absl::StrCat("GPU ", gpu, ": cudaGetDeviceProperties: ", cudaGetErrorString(e)));
+      return absl::InternalError(
+          absl::StrCat("GPU ", gpu, ": cudaGetDeviceProperties: ", cudaGetErrorString(e)));
     }
     normd::v1::Device device;
     device.set_name(props.name);
@@ -166,9 +172,9 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
       metrics->SetHostLinkBandwidth(std::to_string(gpu), "h2d", link.h2d);
       metrics->SetHostLinkBandwidth(std::to_string(gpu), "d2h", link.d2h);
     }
-    Log(LogLevel::kInfo, "GPU ", gpu, ": ", props.name, ", ", props.totalGlobalMem >> 20, " MiB, device copy ",
-        copy_bandwidth / 1e12, " TB/s, pinned host to device ", link.h2d / 1e9, " GB/s, device to host ",
-        link.d2h / 1e9, " GB/s");
+    Log(LogLevel::kInfo, "GPU ", gpu, ": ", props.name, ", ", props.totalGlobalMem >> 20,
+        " MiB, device copy ", copy_bandwidth / 1e12, " TB/s, pinned host to device ",
+        link.h2d / 1e9, " GB/s, device to host ", link.d2h / 1e9, " GB/s");
     for (int w = 0; w < config.workers_per_gpu; ++w) {
       absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
           CudaExecutor::Create(gpu, w, options, metrics);

@@ -16,22 +16,25 @@ namespace {
 // Staging starts at this size per slot and doubles (at least) when a larger launch comes.
 constexpr int64_t kInitialBufferBytes = int64_t{4} << 20;
 
-// Launches sending at least this many bytes up are pipelined in chunks of at least kMinChunkBytes. At
-// 55 GB/s a 1 MiB chunk takes ~19 us to copy, well above the few microseconds a chunk's extra copy
-// calls, kernel launch and event waits cost.
+// Launches sending at least this many bytes up are pipelined in chunks of at least kMinChunkBytes.
+// At 55 GB/s a 1 MiB chunk takes ~19 us to copy, well above the few microseconds a chunk's extra
+// copy calls, kernel launch and event waits cost.
 constexpr int64_t kPipelineMinBytes = int64_t{4} << 20;
 constexpr int64_t kMinChunkBytes = int64_t{1} << 20;
 
 char* Offset(void* base, int64_t bytes) { return static_cast<char*>(base) + bytes; }
 
-// Copies `bytes` at `at` within each of a request's staging regions (its rows, and its residual's when
-// the offset is not -1) from one buffer to the other: one piece of a pipelined upload or download.
-cudaError_t CopyRegionPieces(void* to, const void* from, std::initializer_list<int64_t> region_offsets, int64_t at,
+// Copies `bytes` at `at` within each of a request's staging regions (its rows, and its residual's
+// when the offset is not -1) from one buffer to the other: one piece of a pipelined upload or
+// download.
+cudaError_t CopyRegionPieces(void* to, const void* from,
+                             std::initializer_list<int64_t> region_offsets, int64_t at,
                              int64_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
   for (const int64_t region : region_offsets) {
     if (region < 0) continue;  // no residual
-    if (cudaError_t e = cudaMemcpyAsync(Offset(to, region + at), static_cast<const char*>(from) + region + at,
-                                        static_cast<size_t>(bytes), kind, stream);
+    if (cudaError_t e =
+            cudaMemcpyAsync(Offset(to, region + at), static_cast<const char*>(from) + region + at,
+                            static_cast<size_t>(bytes), kind, stream);
         e != cudaSuccess) {
       return e;
     }
@@ -45,13 +48,14 @@ absl::Duration EventGap(cudaEvent_t from, cudaEvent_t to) {
   return absl::Microseconds(static_cast<int64_t>(ms * 1000.0f));
 }
 
-// One kernel launch over a whole packed launch on `stream`. One request: its segment goes by value (from
-// the host copy of the table), so the kernel need not read a table first; several: the kernel reads the
-// table at `device_table`.
-cudaError_t LaunchWholeKernel(const Launch& launch, const void* host_table, const void* device_table,
-                              cudaStream_t stream) {
+// One kernel launch over a whole packed launch on `stream`. One request: its segment goes by value
+// (from the host copy of the table), so the kernel need not read a table first; several: the kernel
+// reads the table at `device_table`.
+cudaError_t LaunchWholeKernel(const Launch& launch, const void* host_table,
+                              const void* device_table, cudaStream_t stream) {
   if (launch.items.size() == 1) {
-    return cuda::RmsNorm(launch.dtype, launch.hidden, *static_cast<const RmsNormSegment*>(host_table), stream);
+    return cuda::RmsNorm(launch.dtype, launch.hidden,
+                         *static_cast<const RmsNormSegment*>(host_table), stream);
   }
   RmsNormLaunch device_launch;
   device_launch.dtype = launch.dtype;
@@ -80,18 +84,23 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
   return executor;
 }
 
-std::string CudaExecutor::name() const { return absl::StrCat("cuda:", device_, "/", worker_index_); }
+std::string CudaExecutor::name() const {
+  return absl::StrCat("cuda:", device_, "/", worker_index_);
+}
 
 absl::Status CudaExecutor::Init() {
-  if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) return CudaFailure("cudaSetDevice", e);
+  if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess)
+    return CudaFailure("cudaSetDevice", e);
   for (cudaStream_t* stream : {&stream_, &compute_stream_, &download_stream_}) {
-    if (cudaError_t e = cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking); e != cudaSuccess) {
+    if (cudaError_t e = cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking);
+        e != cudaSuccess) {
       return CudaFailure("cudaStreamCreate", e);
     }
   }
   for (Slot& slot : slots_) {
     for (cudaEvent_t& event : slot.events) {
-      if (cudaError_t e = cudaEventCreate(&event); e != cudaSuccess) return CudaFailure("cudaEventCreate", e);
+      if (cudaError_t e = cudaEventCreate(&event); e != cudaSuccess)
+        return CudaFailure("cudaEventCreate", e);
     }
     if (cudaError_t e = cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming);
         e != cudaSuccess) {
@@ -99,7 +108,8 @@ absl::Status CudaExecutor::Init() {
     }
     for (auto* chunk_events : {&slot.uploaded, &slot.computed}) {
       for (cudaEvent_t& event : *chunk_events) {
-        if (cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming); e != cudaSuccess) {
+        if (cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+            e != cudaSuccess) {
           return CudaFailure("cudaEventCreate", e);
         }
       }
@@ -146,17 +156,21 @@ absl::Status CudaExecutor::CudaFailure(const char* what, cudaError_t error) {
   // with it. This worker can then do nothing useful; the scheduler stops sending it work.
   if (stream_ != nullptr && cudaDeviceSynchronize() != cudaSuccess) {
     cudaGetLastError();
-    if (healthy_) Log(LogLevel::kError, name(), ": unrecoverable CUDA error; taking this worker out of rotation");
+    if (healthy_)
+      Log(LogLevel::kError, name(),
+          ": unrecoverable CUDA error; taking this worker out of rotation");
     healthy_ = false;
   }
-  return absl::InternalError(absl::StrCat(name(), ": ", what, " failed: ", cudaGetErrorString(error)));
+  return absl::InternalError(
+      absl::StrCat(name(), ": ", what, " failed: ", cudaGetErrorString(error)));
 }
 
 absl::Status CudaExecutor::Grow(Buffer& buffer, int64_t bytes) {
   if (bytes <= buffer.capacity) return absl::OkStatus();
   const int64_t capacity = std::max(bytes, 2 * buffer.capacity);
-  // The slot being grown is idle (its last launch finished), but the other slot may still be running:
-  // cudaFree waits for the device, which is rare (only when a larger launch than ever comes) and safe.
+  // The slot being grown is idle (its last launch finished), but the other slot may still be
+  // running: cudaFree waits for the device, which is rare (only when a larger launch than ever
+  // comes) and safe.
   if (buffer.host != nullptr) cudaFreeHost(buffer.host);
   if (buffer.dev != nullptr) cudaFree(buffer.dev);
   const int64_t old_capacity = buffer.capacity;
@@ -166,11 +180,13 @@ absl::Status CudaExecutor::Grow(Buffer& buffer, int64_t bytes) {
     metrics_->device_bytes(device()).Decrement(static_cast<double>(old_capacity));
   }
   // Mapped, so that small launches can be computed straight from and into it (zero copy).
-  if (cudaError_t e = cudaHostAlloc(&buffer.host, static_cast<size_t>(capacity), cudaHostAllocMapped);
+  if (cudaError_t e =
+          cudaHostAlloc(&buffer.host, static_cast<size_t>(capacity), cudaHostAllocMapped);
       e != cudaSuccess) {
     return CudaFailure("cudaHostAlloc", e);
   }
-  if (cudaError_t e = cudaHostGetDevicePointer(&buffer.host_on_device, buffer.host, 0); e != cudaSuccess) {
+  if (cudaError_t e = cudaHostGetDevicePointer(&buffer.host_on_device, buffer.host, 0);
+      e != cudaSuccess) {
     cudaFreeHost(buffer.host);
     buffer.host = nullptr;
     return CudaFailure("cudaHostGetDevicePointer", e);
@@ -195,7 +211,8 @@ void CudaExecutor::TrimWeightCache() {
   while (weight_bytes_ > weight_cache_bytes_ && !weights_.empty()) {
     cudaFree(weights_.back().dev);
     weight_bytes_ -= weights_.back().bytes;
-    if (metrics_ != nullptr) metrics_->device_bytes(device()).Decrement(static_cast<double>(weights_.back().bytes));
+    if (metrics_ != nullptr)
+      metrics_->device_bytes(device()).Decrement(static_cast<double>(weights_.back().bytes));
     weight_by_id_.erase(weights_.back().id);
     weights_.pop_back();
   }
@@ -211,7 +228,8 @@ absl::StatusOr<const void*> CudaExecutor::DeviceWeight(const RegisteredWeight& w
   if (cudaError_t e = cudaMalloc(&cached.dev, static_cast<size_t>(bytes)); e != cudaSuccess) {
     return CudaFailure("cudaMalloc (weight)", e);
   }
-  // From pageable memory: the call returns once the bytes are staged, so the registry may drop them.
+  // From pageable memory: the call returns once the bytes are staged, so the registry may drop
+  // them.
   if (cudaError_t e = cudaMemcpyAsync(cached.dev, weight.bytes.data(), static_cast<size_t>(bytes),
                                       cudaMemcpyHostToDevice, stream_);
       e != cudaSuccess) {
@@ -226,10 +244,12 @@ absl::StatusOr<const void*> CudaExecutor::DeviceWeight(const RegisteredWeight& w
 }
 
 absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
-  if (!healthy_) return absl::InternalError(absl::StrCat(name(), " is out of rotation after a CUDA error"));
+  if (!healthy_)
+    return absl::InternalError(absl::StrCat(name(), " is out of rotation after a CUDA error"));
   // The current device is per thread: the worker's thread must select this executor's GPU before it
   // launches on its stream or allocates (a kernel launched on another device's stream fails).
-  if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) return CudaFailure("cudaSetDevice", e);
+  if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess)
+    return CudaFailure("cudaSetDevice", e);
   const absl::Time pack_start = absl::Now();
   // Trim before this launch takes its weights, so that none of them can be dropped under it (the
   // cache may overshoot its bound by one launch's weights until the next launch).
@@ -240,8 +260,9 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
   const int64_t out_bytes = slot.layout.down_bytes;
   if (absl::Status s = Grow(slot.in, in_bytes); !s.ok()) return s;
   if (absl::Status s = Grow(slot.out, out_bytes); !s.ok()) return s;
-  // Pack: each request's bytes are copied into pinned memory once; the table holds the addresses the
-  // kernel will read and write: the device buffers, or the pinned buffers themselves (zero copy).
+  // Pack: each request's bytes are copied into pinned memory once; the table holds the addresses
+  // the kernel will read and write: the device buffers, or the pinned buffers themselves (zero
+  // copy).
   const bool zero_copy = in_bytes + out_bytes <= zero_copy_max_bytes_;
   if (absl::Status s = PackLaunch(
           launch, slot.layout, slot.in.host, zero_copy ? slot.in.host_on_device : slot.in.dev,
@@ -255,9 +276,10 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
   slot.zero_copy = zero_copy;
   const absl::Time submit_start = absl::Now();
   slot.submitted = submit_start;
-  const cudaError_t e = zero_copy                                              ? EnqueueZeroCopy(slot, launch)
-                        : in_bytes >= kPipelineMinBytes && launch.rows > 1 ? EnqueuePipelined(slot, launch)
-                                                                             : EnqueueWhole(slot, launch);
+  const cudaError_t e = zero_copy ? EnqueueZeroCopy(slot, launch)
+                        : in_bytes >= kPipelineMinBytes && launch.rows > 1
+                            ? EnqueuePipelined(slot, launch)
+                            : EnqueueWhole(slot, launch);
   stages.submit += absl::Now() - submit_start;
   if (e != cudaSuccess) {
     SynchronizeStreams();  // the slot's buffers may still be in use by what was enqueued
@@ -272,7 +294,8 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
 // and two timing events cost it ~3 µs (docs/BENCHMARKS.md, "One request at a time"); its kernel
 // stage is timed by the host instead (Finish).
 cudaError_t CudaExecutor::EnqueueZeroCopy(Slot& slot, const Launch& launch) {
-  if (cudaError_t e = LaunchWholeKernel(launch, slot.in.host, slot.in.host_on_device, stream_); e != cudaSuccess) {
+  if (cudaError_t e = LaunchWholeKernel(launch, slot.in.host, slot.in.host_on_device, stream_);
+      e != cudaSuccess) {
     return e;
   }
   // Kernel completion makes its writes to host memory visible to the host thread that waits for it.
@@ -300,17 +323,19 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
   const auto* table = static_cast<const RmsNormSegment*>(slot.in.host);
   const int64_t row_bytes = launch.hidden * static_cast<int64_t>(ItemSize(launch.dtype));
   const int64_t data_bytes = layout.up_bytes - layout.input_at[0];
-  const auto chunks = static_cast<int>(std::clamp<int64_t>(data_bytes / kMinChunkBytes, 1, kMaxChunks));
+  const auto chunks =
+      static_cast<int>(std::clamp<int64_t>(data_bytes / kMinChunkBytes, 1, kMaxChunks));
   const int64_t rows_per_chunk = (launch.rows + chunks - 1) / chunks;
 
   cudaEventRecord(slot.events[0], stream_);
   // The table and inline weights first. The kernels take their segments by value (one call per
   // request in a chunk), so the table itself goes unused; it is small.
-  cudaError_t e = cudaMemcpyAsync(slot.in.dev, slot.in.host, static_cast<size_t>(layout.input_at[0]),
-                                  cudaMemcpyHostToDevice, stream_);
+  cudaError_t e =
+      cudaMemcpyAsync(slot.in.dev, slot.in.host, static_cast<size_t>(layout.input_at[0]),
+                      cudaMemcpyHostToDevice, stream_);
   if (e != cudaSuccess) return e;
-  // Calls `piece(i, first, count)` for each request i with rows in launch rows [begin, end): its rows
-  // first .. first + count - 1.
+  // Calls `piece(i, first, count)` for each request i with rows in launch rows [begin, end): its
+  // rows first .. first + count - 1.
   auto for_each_piece = [&](int64_t begin, int64_t end, auto&& piece) -> cudaError_t {
     for (size_t i = 0; i < launch.items.size(); ++i) {
       const int64_t seg_begin = table[i].first_row, seg_end = seg_begin + table[i].rows;
@@ -324,8 +349,9 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
     const int64_t begin = c * rows_per_chunk, end = std::min(launch.rows, begin + rows_per_chunk);
     if (begin >= end) break;
     e = for_each_piece(begin, end, [&](size_t i, int64_t first, int64_t count) {
-      return CopyRegionPieces(slot.in.dev, slot.in.host, {layout.input_at[i], layout.residual_at[i]},
-                              first * row_bytes, count * row_bytes, cudaMemcpyHostToDevice, stream_);
+      return CopyRegionPieces(slot.in.dev, slot.in.host,
+                              {layout.input_at[i], layout.residual_at[i]}, first * row_bytes,
+                              count * row_bytes, cudaMemcpyHostToDevice, stream_);
     });
     if (e != cudaSuccess) return e;
     cudaEventRecord(slot.uploaded[static_cast<size_t>(c)], stream_);
@@ -347,8 +373,9 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
     cudaEventRecord(slot.computed[static_cast<size_t>(c)], compute_stream_);
     cudaStreamWaitEvent(download_stream_, slot.computed[static_cast<size_t>(c)], 0);
     e = for_each_piece(begin, end, [&](size_t i, int64_t first, int64_t count) {
-      return CopyRegionPieces(slot.out.host, slot.out.dev, {layout.output_at[i], layout.residual_out_at[i]},
-                              first * row_bytes, count * row_bytes, cudaMemcpyDeviceToHost, download_stream_);
+      return CopyRegionPieces(slot.out.host, slot.out.dev,
+                              {layout.output_at[i], layout.residual_out_at[i]}, first * row_bytes,
+                              count * row_bytes, cudaMemcpyDeviceToHost, download_stream_);
     });
     if (e != cudaSuccess) return e;
   }

@@ -1,24 +1,24 @@
 // The CUDA backend's executor: one worker's stream, pinned staging slots, device buffers and weight
 // cache on one GPU.
 //
-// A launch is packed into a pinned staging slot (segment table, inline weights, inputs, residuals: each
-// request's bytes copied in once), copied up in one transfer, normalized by one batched kernel launch,
-// and its outputs (and residual_outs) copied down in one transfer to the slot's pinned output area, from
-// which Finish copies each request's bytes out once. Two slots let the worker pack launch k+1 while
-// launch k is on the device. Buffers grow to the largest launch seen and are then reused: no
-// cudaMalloc or cudaHostAlloc on the request path once warm. Registered weights are uploaded once per
-// worker and kept (bounded, least recently used first out).
+// A launch is packed into a pinned staging slot (segment table, inline weights, inputs, residuals:
+// each request's bytes copied in once), copied up in one transfer, normalized by one batched kernel
+// launch, and its outputs (and residual_outs) copied down in one transfer to the slot's pinned
+// output area, from which Finish copies each request's bytes out once. Two slots let the worker
+// pack launch k+1 while launch k is on the device. Buffers grow to the largest launch seen and are
+// then reused: no cudaMalloc or cudaHostAlloc on the request path once warm. Registered weights are
+// uploaded once per worker and kept (bounded, least recently used first out).
 //
-// Large launches (kPipelineMinBytes and up) are pipelined: their rows are cut into chunks, and chunk k's
-// upload, chunk k-1's kernel and chunk k-2's download run at once on three streams (PCIe is full
-// duplex), so that a launch takes about one transfer's time instead of upload + kernel + download.
-// Small launches stay on one stream: cross-stream waits would only add latency to them.
+// Large launches (kPipelineMinBytes and up) are pipelined: their rows are cut into chunks, and
+// chunk k's upload, chunk k-1's kernel and chunk k-2's download run at once on three streams (PCIe
+// is full duplex), so that a launch takes about one transfer's time instead of upload + kernel +
+// download. Small launches stay on one stream: cross-stream waits would only add latency to them.
 //
-// Launches of at most --zero-copy-max-bytes (up + down) skip the copies altogether: the kernel reads its
-// inputs from, and writes its outputs to, the pinned staging buffers through their device mapping.
-// Each cudaMemcpyAsync has a fixed cost of several microseconds on top of its bytes, which for a
-// one-row request is most of the device time; reading 8 KB across PCIe inside the kernel costs about
-// one round trip.
+// Launches of at most --zero-copy-max-bytes (up + down) skip the copies altogether: the kernel
+// reads its inputs from, and writes its outputs to, the pinned staging buffers through their device
+// mapping. Each cudaMemcpyAsync has a fixed cost of several microseconds on top of its bytes, which
+// for a one-row request is most of the device time; reading 8 KB across PCIe inside the kernel
+// costs about one round trip.
 #ifndef NORMD_SERVER_CUDA_EXECUTOR_H_
 #define NORMD_SERVER_CUDA_EXECUTOR_H_
 
@@ -64,7 +64,8 @@ class CudaExecutor : public BatchExecutor {
   absl::Status Finish(const Launch& launch, StageTimes& stages) override;
   int max_in_flight() const override { return kSlots; }
   // An idle worker lets the submitting thread run a launch start to finish (one request: pack, copy
-  // up, kernel, copy down, unpack); see Worker. Start and Finish select this GPU on whatever thread.
+  // up, kernel, copy down, unpack); see Worker. Start and Finish select this GPU on whatever
+  // thread.
   bool runs_on_caller_thread() const override { return true; }
   bool healthy() const override { return healthy_; }
   std::string name() const override;
@@ -96,8 +97,8 @@ class CudaExecutor : public BatchExecutor {
     bool zero_copy = false;
     cudaEvent_t done = nullptr;
     absl::Time submitted;  // when Start began enqueueing the launch
-    // Pipelined launches: chunk k uploaded (the kernel waits for it), chunk k computed (its download
-    // waits for it). Created without timing.
+    // Pipelined launches: chunk k uploaded (the kernel waits for it), chunk k computed (its
+    // download waits for it). Created without timing.
     std::array<cudaEvent_t, kMaxChunks> uploaded{};
     std::array<cudaEvent_t, kMaxChunks> computed{};
   };
@@ -110,8 +111,8 @@ class CudaExecutor : public BatchExecutor {
   CudaExecutor(int device, int worker_index, const CudaExecutorOptions& options,
                ServerMetrics* metrics);
   absl::Status Init();
-  // Enqueues a packed launch: the kernel alone on mapped host memory, on stream_ alone, or pipelined
-  // over all three streams.
+  // Enqueues a packed launch: the kernel alone on mapped host memory, on stream_ alone, or
+  // pipelined over all three streams.
   cudaError_t EnqueueZeroCopy(Slot& slot, const Launch& launch);
   cudaError_t EnqueueWhole(Slot& slot, const Launch& launch);
   cudaError_t EnqueuePipelined(Slot& slot, const Launch& launch);
@@ -122,7 +123,8 @@ class CudaExecutor : public BatchExecutor {
   void TrimWeightCache();
   // The device copy of a registered weight, uploaded on first use (on the worker's stream).
   absl::StatusOr<const void*> DeviceWeight(const RegisteredWeight& weight);
-  // Turns a CUDA error into INTERNAL, and takes the worker out of rotation when the error is sticky.
+  // Turns a CUDA error into INTERNAL, and takes the worker out of rotation when the error is
+  // sticky.
   absl::Status CudaFailure(const char* what, cudaError_t error);
 
   const int device_;
@@ -137,8 +139,8 @@ class CudaExecutor : public BatchExecutor {
   cudaStream_t compute_stream_ = nullptr;   // kernels of pipelined launches
   cudaStream_t download_stream_ = nullptr;  // downloads of pipelined launches
   std::array<Slot, kSlots> slots_;
-  int next_slot_ = 0;      // the slot the next Start packs into
-  int oldest_slot_ = 0;    // the slot the next Finish completes
+  int next_slot_ = 0;                // the slot the next Start packs into
+  int oldest_slot_ = 0;              // the slot the next Finish completes
   std::list<CachedWeight> weights_;  // most recently used first
   absl::flat_hash_map<std::string, std::list<CachedWeight>::iterator> weight_by_id_;
   int64_t weight_bytes_ = 0;

@@ -29,11 +29,16 @@ const char* LevelName(LogLevel level) {
 }  // namespace
 
 bool ParseLogLevel(absl::string_view text, LogLevel* level) {
-  if (text == "debug") *level = LogLevel::kDebug;
-  else if (text == "info") *level = LogLevel::kInfo;
-  else if (text == "warning") *level = LogLevel::kWarning;
-  else if (text == "error") *level = LogLevel::kError;
-  else return false;
+  if (text == "debug")
+    *level = LogLevel::kDebug;
+  else if (text == "info")
+    *level = LogLevel::kInfo;
+  else if (text == "warning")
+    *level = LogLevel::kWarning;
+  else if (text == "error")
+    *level = LogLevel::kError;
+  else
+    return false;
   return true;
 }
 
@@ -43,8 +48,9 @@ bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= min_level.lo
 
 void LogLine(LogLevel level, absl::string_view message) {
   // One fwrite per line, so lines from concurrent threads do not interleave.
-  const std::string line = absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()),
-                                        " ", LevelName(level), " ", message, "\n");
+  const std::string line =
+      absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()), " ",
+                   LevelName(level), " ", message, "\n");
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 

@@ -2,9 +2,8 @@
 #ifndef NORMD_SERVER_LOG_H_
 #define NORMD_SERVER_LOG_H_
 
-#include "absl/strings/string_view.h"
-
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace normd {
 

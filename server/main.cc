@@ -1,5 +1,6 @@
-// normd: serves normd.v1.Normalizer (plus grpc.health.v1 and server reflection) until SIGTERM or SIGINT,
-// then drains: new calls get UNAVAILABLE, every accepted request is answered, and normd exits 0.
+// normd: serves normd.v1.Normalizer (plus grpc.health.v1 and server reflection) until SIGTERM or
+// SIGINT, then drains: new calls get UNAVAILABLE, every accepted request is answered, and normd
+// exits 0.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -53,7 +54,8 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartMetricsEndpoint(
   exposer->RegisterCollectable(process_metrics);
   const std::vector<int> ports = exposer->GetListeningPorts();
   const std::string host = address.substr(0, address.rfind(':'));
-  Log(LogLevel::kInfo, "metrics on ", host, ":", ports.empty() ? 0 : ports.front(), " (path /metrics)");
+  Log(LogLevel::kInfo, "metrics on ", host, ":", ports.empty() ? 0 : ports.front(),
+      " (path /metrics)");
   return exposer;
 }
 
@@ -63,14 +65,16 @@ absl::StatusOr<std::string> ReadPemFile(absl::string_view flag, const std::strin
   std::ostringstream contents;
   if (in) contents << in.rdbuf();
   if (!in || contents.str().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", path, ": cannot read the file (or it is empty)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", path, ": cannot read the file (or it is empty)"));
   }
   return contents.str();
 }
 
-// Plaintext without --tls-cert; TLS with it; mTLS (a client certificate signed by --tls-client-ca is
-// required and verified) with --tls-client-ca too. The files are read once, at start.
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const ServerConfig& config) {
+// Plaintext without --tls-cert; TLS with it; mTLS (a client certificate signed by --tls-client-ca
+// is required and verified) with --tls-client-ca too. The files are read once, at start.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const ServerConfig& config) {
   if (config.tls_cert.empty()) return grpc::InsecureServerCredentials();
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
   absl::StatusOr<std::string> cert = ReadPemFile("tls-cert", config.tls_cert);
@@ -90,8 +94,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(c
   return grpc::SslServerCredentials(options);
 }
 
-// Blocks SIGINT and SIGTERM in this thread and every thread started after it, so that they reach only
-// the sigwait in RunServer instead of killing the process mid-request.
+// Blocks SIGINT and SIGTERM in this thread and every thread started after it, so that they reach
+// only the sigwait in RunServer instead of killing the process mid-request.
 sigset_t BlockStopSignals() {
   sigset_t signals;
   sigemptyset(&signals);
@@ -101,9 +105,10 @@ sigset_t BlockStopSignals() {
   return signals;
 }
 
-// Waits for SIGINT or SIGTERM and returns it. Meanwhile, once a second, reflects the workers' health: a
-// worker that hit an unrecoverable device error is out of rotation (the scheduler skips it); when none
-// is left, normd reports NOT_SERVING so that load balancers and Kubernetes take it out too.
+// Waits for SIGINT or SIGTERM and returns it. Meanwhile, once a second, reflects the workers'
+// health: a worker that hit an unrecoverable device error is out of rotation (the scheduler skips
+// it); when none is left, normd reports NOT_SERVING so that load balancers and Kubernetes take it
+// out too.
 int WaitForStopSignal(const sigset_t& stop_signals, const Scheduler& scheduler,
                       grpc::HealthCheckServiceInterface& health, ServerMetrics& metrics) {
   std::vector<bool> counted_failed(scheduler.workers().size(), false);
@@ -119,8 +124,8 @@ int WaitForStopSignal(const sigset_t& stop_signals, const Scheduler& scheduler,
       ++failed;
       metrics.workers("ready", worker.executor().device()).Decrement();
       metrics.workers("failed", worker.executor().device()).Increment();
-      Log(LogLevel::kError, "normd: worker ", worker.executor().name(), " is out of rotation (", failed, " of ",
-          scheduler.workers().size(), ")");
+      Log(LogLevel::kError, "normd: worker ", worker.executor().name(), " is out of rotation (",
+          failed, " of ", scheduler.workers().size(), ")");
       if (failed == scheduler.workers().size()) {
         health.SetServingStatus(false);
         Log(LogLevel::kError, "normd: no healthy worker left; reporting NOT_SERVING");
@@ -141,20 +146,22 @@ normd::v1::ServerInfo MakeServerInfo(const ServerConfig& config, const Backend& 
   return info;
 }
 
-// Keeps glibc's allocator from handing large buffers back to the kernel after each request. Requests
-// and responses of 128 KiB and up otherwise come from fresh mmaps (or from arena memory trimmed away
-// with MADV_DONTNEED) and every 4 KiB page faults on first touch: on the 2-core development VM that made
-// a 64 x 4096 bf16 request (512 KiB each way) spend ~600 µs in page faults, 4x its transport and compute
-// (measured with normbench at concurrency 1: 220 req/s before, 890 after). Memory kept this way is
-// bounded by the peak of live requests; 32 MiB is glibc's largest mmap threshold, so bigger buffers are
-// still mapped and unmapped each time. Free memory beyond --max-queue-bytes (at least 32 MiB, at most
-// 1 GiB) is handed back: without that bound a burst (a 4x overload, a VM stall in the soak) left the
-// process at its high-water mark for good (RELIABILITY.md).
+// Keeps glibc's allocator from handing large buffers back to the kernel after each request.
+// Requests and responses of 128 KiB and up otherwise come from fresh mmaps (or from arena memory
+// trimmed away with MADV_DONTNEED) and every 4 KiB page faults on first touch: on the 2-core
+// development VM that made a 64 x 4096 bf16 request (512 KiB each way) spend ~600 µs in page
+// faults, 4x its transport and compute (measured with normbench at concurrency 1: 220 req/s before,
+// 890 after). Memory kept this way is bounded by the peak of live requests; 32 MiB is glibc's
+// largest mmap threshold, so bigger buffers are still mapped and unmapped each time. Free memory
+// beyond --max-queue-bytes (at least 32 MiB, at most 1 GiB) is handed back: without that bound a
+// burst (a 4x overload, a VM stall in the soak) left the process at its high-water mark for good
+// (RELIABILITY.md).
 //
 // Each arena keeps that much, and memory freed in the middle of an arena (not at its top) stays
-// resident too, so the arena count (--malloc-arenas) multiplies what a burst leaves behind: gRPC's many
-// threads would otherwise each get an arena (glibc allows 8 per core), but each arena is a lock that
-// every large allocation takes, so too few cost throughput on many cores (server_config.cc).
+// resident too, so the arena count (--malloc-arenas) multiplies what a burst leaves behind: gRPC's
+// many threads would otherwise each get an arena (glibc allows 8 per core), but each arena is a
+// lock that every large allocation takes, so too few cost throughput on many cores
+// (server_config.cc).
 void KeepLargeBuffersInTheAllocator(int64_t max_queue_bytes, int arenas) {
 #ifdef __GLIBC__
   const int64_t keep = FreedBytesKeptPerArena(max_queue_bytes);
@@ -176,8 +183,10 @@ int RunServer(int argc, char** argv) {
   LargeBufferPool::Shared().SetMaxIdleBytes(static_cast<size_t>(config->response_pool_bytes));
   TurnOffMutexDeadlockDetection();
   SetLogLevel(config->log_level);
-  // Before anything else starts: a TLS misconfiguration must stop normd, never fall back to plaintext.
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(*config);
+  // Before anything else starts: a TLS misconfiguration must stop normd, never fall back to
+  // plaintext.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(*config);
   if (!credentials.ok()) {
     Log(LogLevel::kError, "normd: ", credentials.status().message());
     return 2;
@@ -193,7 +202,8 @@ int RunServer(int argc, char** argv) {
   metrics.SetBuildInfo(kVersion, backend->name, kBuiltWithCuda);
   std::unique_ptr<prometheus::Exposer> exposer;
   if (!config->metrics_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<prometheus::Exposer>> started = StartMetricsEndpoint(config->metrics_listen, registry);
+    absl::StatusOr<std::unique_ptr<prometheus::Exposer>> started =
+        StartMetricsEndpoint(config->metrics_listen, registry);
     if (!started.ok()) {
       Log(LogLevel::kError, "normd: ", started.status().message());
       return 1;
@@ -220,15 +230,17 @@ int RunServer(int argc, char** argv) {
   int port = 0;
   builder.AddListeningPort(config->listen, *credentials, &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config->max_request_bytes));
-  builder.SetMaxSendMessageSize(-1);  // a response is at most twice its request (output + residual_out)
+  builder.SetMaxSendMessageSize(
+      -1);  // a response is at most twice its request (output + residual_out)
   // Bounds what gRPC holds before normd's admission sees it: at most this many calls per connection
-  // are open, each with at most one request being read. (A grpc::ResourceQuota was tried for the same
-  // purpose and dropped: under pressure gRPC 1.51 reclaims memory by closing connections, which failed
-  // 263 calls with UNAVAILABLE "Broken pipe" in LifecycleTest's overload test.)
+  // are open, each with at most one request being read. (A grpc::ResourceQuota was tried for the
+  // same purpose and dropped: under pressure gRPC 1.51 reclaims memory by closing connections,
+  // which failed 263 calls with UNAVAILABLE "Broken pipe" in LifecycleTest's overload test.)
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, config->max_concurrent_streams);
   if (config->max_connection_age > absl::ZeroDuration()) {
-    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
-                               static_cast<int>(absl::ToInt64Milliseconds(config->max_connection_age)));
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_AGE_MS,
+        static_cast<int>(absl::ToInt64Milliseconds(config->max_connection_age)));
   }
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -239,9 +251,12 @@ int RunServer(int argc, char** argv) {
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(false);  // NOT_SERVING until every worker has run a warm-up launch
   const std::string host = config->listen.substr(0, config->listen.rfind(':'));
-  const char* transport = config->tls_cert.empty() ? "plaintext" : config->tls_client_ca.empty() ? "tls" : "mtls";
-  Log(LogLevel::kInfo, "normd ", kVersion, " listening on ", host, ":", port, " backend=", backend_name,
-      " workers=", worker_count, " transport=", transport, " malloc_arenas=", config->malloc_arenas);
+  const char* transport = config->tls_cert.empty()        ? "plaintext"
+                          : config->tls_client_ca.empty() ? "tls"
+                                                          : "mtls";
+  Log(LogLevel::kInfo, "normd ", kVersion, " listening on ", host, ":", port,
+      " backend=", backend_name, " workers=", worker_count, " transport=", transport,
+      " malloc_arenas=", config->malloc_arenas);
   if (absl::Status warm = WarmUpWorkers(scheduler.workers()); !warm.ok()) {
     Log(LogLevel::kError, "normd: ", warm.message());
     server->Shutdown();
@@ -249,7 +264,8 @@ int RunServer(int argc, char** argv) {
     return 1;
   }
   health->SetServingStatus(true);
-  for (const auto& worker : scheduler.workers()) metrics.workers("ready", worker->executor().device()).Increment();
+  for (const auto& worker : scheduler.workers())
+    metrics.workers("ready", worker->executor().device()).Increment();
   Log(LogLevel::kInfo, "normd serving");
 
   const int signal_number = WaitForStopSignal(stop_signals, scheduler, *health, metrics);
@@ -258,15 +274,20 @@ int RunServer(int argc, char** argv) {
   health->SetServingStatus(false);
   const absl::Time drain_start = absl::Now();
   const absl::Time drain_deadline = drain_start + config->drain_timeout;
-  // First normd itself refuses new requests with UNAVAILABLE (retryable, and clients see why) while the
-  // accepted ones finish; only then does gRPC stop taking calls, which fails calls it is still receiving
-  // with a bare CANCELLED. Draining first keeps that window to the calls of the last moment.
+  // First normd itself refuses new requests with UNAVAILABLE (retryable, and clients see why) while
+  // the accepted ones finish; only then does gRPC stop taking calls, which fails calls it is still
+  // receiving with a bare CANCELLED. Draining first keeps that window to the calls of the last
+  // moment.
   scheduler.StopAccepting();
-  while (scheduler.inflight_requests() > 0 && absl::Now() < drain_deadline) absl::SleepFor(absl::Milliseconds(1));
-  server->Shutdown(absl::ToChronoTime(drain_deadline));  // returns when every call in progress has finished
+  while (scheduler.inflight_requests() > 0 && absl::Now() < drain_deadline)
+    absl::SleepFor(absl::Milliseconds(1));
+  server->Shutdown(
+      absl::ToChronoTime(drain_deadline));  // returns when every call in progress has finished
   scheduler.Shutdown();
-  Log(LogLevel::kInfo, "normd: drained in ", absl::FormatDuration(absl::Now() - drain_start), "; accepted requests "
-      "answered: ", scheduler.answered_ok(), " ok, ", scheduler.answered_not_ok(), " not ok; exiting");
+  Log(LogLevel::kInfo, "normd: drained in ", absl::FormatDuration(absl::Now() - drain_start),
+      "; accepted requests "
+      "answered: ",
+      scheduler.answered_ok(), " ok, ", scheduler.answered_not_ok(), " not ok; exiting");
   return 0;
 }
 

@@ -16,7 +16,8 @@ prometheus::Histogram::BucketBoundaries Doubling(double first, int count) {
 
 // 10 µs doubling to ~21 s: the whole range from a 1-row CPU launch to a drain.
 const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
-  static const auto* const buckets = new prometheus::Histogram::BucketBoundaries(Doubling(10e-6, 22));
+  static const auto* const buckets =
+      new prometheus::Histogram::BucketBoundaries(Doubling(10e-6, 22));
   return *buckets;
 }
 
@@ -38,33 +39,54 @@ double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
 const char* StatusCodeName(absl::StatusCode code) {
   switch (code) {
-    case absl::StatusCode::kOk: return "OK";
-    case absl::StatusCode::kCancelled: return "CANCELLED";
-    case absl::StatusCode::kUnknown: return "UNKNOWN";
-    case absl::StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
-    case absl::StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
-    case absl::StatusCode::kNotFound: return "NOT_FOUND";
-    case absl::StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
-    case absl::StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
-    case absl::StatusCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
-    case absl::StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
-    case absl::StatusCode::kAborted: return "ABORTED";
-    case absl::StatusCode::kOutOfRange: return "OUT_OF_RANGE";
-    case absl::StatusCode::kUnimplemented: return "UNIMPLEMENTED";
-    case absl::StatusCode::kInternal: return "INTERNAL";
-    case absl::StatusCode::kUnavailable: return "UNAVAILABLE";
-    case absl::StatusCode::kDataLoss: return "DATA_LOSS";
-    case absl::StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
-    default: return "UNKNOWN";
+    case absl::StatusCode::kOk:
+      return "OK";
+    case absl::StatusCode::kCancelled:
+      return "CANCELLED";
+    case absl::StatusCode::kUnknown:
+      return "UNKNOWN";
+    case absl::StatusCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case absl::StatusCode::kDeadlineExceeded:
+      return "DEADLINE_EXCEEDED";
+    case absl::StatusCode::kNotFound:
+      return "NOT_FOUND";
+    case absl::StatusCode::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case absl::StatusCode::kPermissionDenied:
+      return "PERMISSION_DENIED";
+    case absl::StatusCode::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case absl::StatusCode::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case absl::StatusCode::kAborted:
+      return "ABORTED";
+    case absl::StatusCode::kOutOfRange:
+      return "OUT_OF_RANGE";
+    case absl::StatusCode::kUnimplemented:
+      return "UNIMPLEMENTED";
+    case absl::StatusCode::kInternal:
+      return "INTERNAL";
+    case absl::StatusCode::kUnavailable:
+      return "UNAVAILABLE";
+    case absl::StatusCode::kDataLoss:
+      return "DATA_LOSS";
+    case absl::StatusCode::kUnauthenticated:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
   }
 }
 
-ServerMetrics::ServerMetrics(std::shared_ptr<prometheus::Registry> registry) : registry_(std::move(registry)) {
+ServerMetrics::ServerMetrics(std::shared_ptr<prometheus::Registry> registry)
+    : registry_(std::move(registry)) {
   auto& r = *registry_;
-  requests_total_ = &prometheus::BuildCounter()
-                         .Name("normd_requests_total")
-                         .Help("RPCs answered (each NormalizeStream message counts once), by method and gRPC code")
-                         .Register(r);
+  requests_total_ =
+      &prometheus::BuildCounter()
+           .Name("normd_requests_total")
+           .Help(
+               "RPCs answered (each NormalizeStream message counts once), by method and gRPC code")
+           .Register(r);
   request_duration_ = &prometheus::BuildHistogram()
                            .Name("normd_request_duration_seconds")
                            .Help("Time from receipt of a request to its reply, by method")
@@ -80,30 +102,39 @@ ServerMetrics::ServerMetrics(std::shared_ptr<prometheus::Registry> registry) : r
                              "Per-launch time of each stage: pack, h2d, kernel, d2h, submit, wait "
                              "(CUDA) or cpu; reply")
                          .Register(r);
-  batch_rows_ = &prometheus::BuildHistogram().Name("normd_batch_rows").Help("Rows per launch").Register(r);
-  batch_requests_ =
-      &prometheus::BuildHistogram().Name("normd_batch_requests").Help("Requests per launch").Register(r);
-  launches_total_ = &prometheus::BuildCounter().Name("normd_launches_total").Help("Launches run").Register(r);
-  rows_total_ = &prometheus::BuildCounter().Name("normd_rows_total").Help("Rows normalized").Register(r);
-  auto& bytes = prometheus::BuildCounter()
-                    .Name("normd_bytes_total")
-                    .Help("Tensor payload bytes of successful requests: in (input, residual), out (output, "
-                          "residual_out); bandwidth is its rate")
-                    .Register(r);
+  batch_rows_ =
+      &prometheus::BuildHistogram().Name("normd_batch_rows").Help("Rows per launch").Register(r);
+  batch_requests_ = &prometheus::BuildHistogram()
+                         .Name("normd_batch_requests")
+                         .Help("Requests per launch")
+                         .Register(r);
+  launches_total_ =
+      &prometheus::BuildCounter().Name("normd_launches_total").Help("Launches run").Register(r);
+  rows_total_ =
+      &prometheus::BuildCounter().Name("normd_rows_total").Help("Rows normalized").Register(r);
+  auto& bytes =
+      prometheus::BuildCounter()
+          .Name("normd_bytes_total")
+          .Help(
+              "Tensor payload bytes of successful requests: in (input, residual), out (output, "
+              "residual_out); bandwidth is its rate")
+          .Register(r);
   bytes_in_ = &bytes.Add({{"direction", "in"}});
   bytes_out_ = &bytes.Add({{"direction", "out"}});
   kernel_bandwidth_ = &prometheus::BuildHistogram()
                            .Name("normd_kernel_bandwidth_bytes_per_second")
                            .Help("Bytes each launch's kernel moved divided by its kernel time")
                            .Register(r);
-  device_copy_bandwidth_ = &prometheus::BuildGauge()
-                                .Name("normd_device_copy_bandwidth_bytes_per_second")
-                                .Help("Device-to-device copy bandwidth measured at start-up: the ceiling")
-                                .Register(r);
-  host_link_bandwidth_ = &prometheus::BuildGauge()
-                              .Name("normd_host_link_bandwidth_bytes_per_second")
-                              .Help("Pinned host-device copy bandwidth (direction h2d or d2h) measured at start-up")
-                              .Register(r);
+  device_copy_bandwidth_ =
+      &prometheus::BuildGauge()
+           .Name("normd_device_copy_bandwidth_bytes_per_second")
+           .Help("Device-to-device copy bandwidth measured at start-up: the ceiling")
+           .Register(r);
+  host_link_bandwidth_ =
+      &prometheus::BuildGauge()
+           .Name("normd_host_link_bandwidth_bytes_per_second")
+           .Help("Pinned host-device copy bandwidth (direction h2d or d2h) measured at start-up")
+           .Register(r);
   queue_depth_ = &prometheus::BuildGauge()
                       .Name("normd_queue_depth")
                       .Help("Accepted requests waiting for a launch")
@@ -114,8 +145,12 @@ ServerMetrics::ServerMetrics(std::shared_ptr<prometheus::Registry> registry) : r
                             .Help("Accepted requests not yet answered")
                             .Register(r)
                             .Add({});
-  pinned_bytes_ = &prometheus::BuildGauge().Name("normd_pinned_bytes").Help("Pinned host staging bytes").Register(r);
-  device_bytes_ = &prometheus::BuildGauge().Name("normd_device_bytes").Help("Device buffer bytes").Register(r);
+  pinned_bytes_ = &prometheus::BuildGauge()
+                       .Name("normd_pinned_bytes")
+                       .Help("Pinned host staging bytes")
+                       .Register(r);
+  device_bytes_ =
+      &prometheus::BuildGauge().Name("normd_device_bytes").Help("Device buffer bytes").Register(r);
   weights_registered_ = &prometheus::BuildGauge()
                              .Name("normd_weights_registered")
                              .Help("Weights held by the registry")
@@ -124,7 +159,8 @@ ServerMetrics::ServerMetrics(std::shared_ptr<prometheus::Registry> registry) : r
   workers_ = &prometheus::BuildGauge().Name("normd_workers").Help("Workers by state").Register(r);
 }
 
-void ServerMetrics::SetBuildInfo(const std::string& version, const std::string& backend, bool built_with_cuda) {
+void ServerMetrics::SetBuildInfo(const std::string& version, const std::string& backend,
+                                 bool built_with_cuda) {
   prometheus::BuildGauge()
       .Name("normd_build_info")
       .Help("Always 1; the labels say what is running")
@@ -133,7 +169,8 @@ void ServerMetrics::SetBuildInfo(const std::string& version, const std::string& 
       .Set(1);
 }
 
-void ServerMetrics::RequestDone(absl::string_view method, const absl::Status& status, absl::Duration duration) {
+void ServerMetrics::RequestDone(absl::string_view method, const absl::Status& status,
+                                absl::Duration duration) {
   const auto code = static_cast<size_t>(status.code());
   prometheus::Counter* counter;
   prometheus::Histogram* histogram;
@@ -145,10 +182,11 @@ void ServerMetrics::RequestDone(absl::string_view method, const absl::Status& st
       it->second.duration = &request_duration_->Add({{"method", it->first}}, DurationBuckets());
     }
     MethodSeries& series = it->second;
-    const size_t slot = code < series.by_code.size() ? code : static_cast<size_t>(absl::StatusCode::kUnknown);
+    const size_t slot =
+        code < series.by_code.size() ? code : static_cast<size_t>(absl::StatusCode::kUnknown);
     if (series.by_code[slot] == nullptr) {
-      series.by_code[slot] =
-          &requests_total_->Add({{"method", it->first}, {"code", StatusCodeName(static_cast<absl::StatusCode>(slot))}});
+      series.by_code[slot] = &requests_total_->Add(
+          {{"method", it->first}, {"code", StatusCodeName(static_cast<absl::StatusCode>(slot))}});
     }
     counter = series.by_code[slot];
     histogram = series.duration;

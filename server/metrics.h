@@ -1,11 +1,12 @@
-// normd's Prometheus metrics (prefix normd_): the families, their labels and buckets, and the hooks the
-// service, the scheduler and the workers call.
+// normd's Prometheus metrics (prefix normd_): the families, their labels and buckets, and the hooks
+// the service, the scheduler and the workers call.
 //
-// Histograms by default (they aggregate across replicas, unlike summaries), with buckets from 10 µs to
-// about 20 s for durations. Every hook is thread-safe (prometheus-cpp's metrics are atomic). The
-// labelled series a hook needs are looked up in prometheus-cpp once and kept here: Family::Add builds a
-// label map and takes the family's lock, and the per-request hooks made about ten such calls per
-// request. The hooks never touch tensor data: the endpoint exposes counts and timings only.
+// Histograms by default (they aggregate across replicas, unlike summaries), with buckets from 10 µs
+// to about 20 s for durations. Every hook is thread-safe (prometheus-cpp's metrics are atomic). The
+// labelled series a hook needs are looked up in prometheus-cpp once and kept here: Family::Add
+// builds a label map and takes the family's lock, and the per-request hooks made about ten such
+// calls per request. The hooks never touch tensor data: the endpoint exposes counts and timings
+// only.
 #ifndef NORMD_SERVER_METRICS_H_
 #define NORMD_SERVER_METRICS_H_
 
@@ -24,8 +25,8 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "base/mutex.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 
 namespace normd {
 
@@ -66,13 +67,18 @@ class ServerMetrics {
   void LaunchReplied(absl::string_view device, absl::Duration duration);
   void SetDeviceCopyBandwidth(const std::string& device, double bytes_per_second);
   // Pinned host <-> device copy bandwidth measured at start-up; direction "h2d" or "d2h".
-  void SetHostLinkBandwidth(const std::string& device, const std::string& direction, double bytes_per_second);
+  void SetHostLinkBandwidth(const std::string& device, const std::string& direction,
+                            double bytes_per_second);
 
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   prometheus::Gauge& inflight_requests() { return *inflight_requests_; }
   prometheus::Gauge& weights_registered() { return *weights_registered_; }
-  prometheus::Gauge& pinned_bytes(const std::string& device) { return pinned_bytes_->Add({{"device", device}}); }
-  prometheus::Gauge& device_bytes(const std::string& device) { return device_bytes_->Add({{"device", device}}); }
+  prometheus::Gauge& pinned_bytes(const std::string& device) {
+    return pinned_bytes_->Add({{"device", device}});
+  }
+  prometheus::Gauge& device_bytes(const std::string& device) {
+    return device_bytes_->Add({{"device", device}});
+  }
   prometheus::Gauge& workers(const std::string& state, const std::string& device) {
     return workers_->Add({{"state", state}, {"device", device}});
   }

@@ -9,9 +9,10 @@
 
 namespace normd {
 
-NormalizeStreamReactor::NormalizeStreamReactor(grpc::CallbackServerContext* context, Scheduler& scheduler,
-                                               WeightRegistry& weights, ValidationLimits limits,
-                                               int max_inflight, ServerMetrics* metrics)
+NormalizeStreamReactor::NormalizeStreamReactor(grpc::CallbackServerContext* context,
+                                               Scheduler& scheduler, WeightRegistry& weights,
+                                               ValidationLimits limits, int max_inflight,
+                                               ServerMetrics* metrics)
     : context_(context),
       scheduler_(scheduler),
       weights_(weights),
@@ -21,9 +22,11 @@ NormalizeStreamReactor::NormalizeStreamReactor(grpc::CallbackServerContext* cont
   Pump();
 }
 
-absl::Status NormalizeStreamReactor::StreamError(const Slot& slot, const absl::Status& status) const {
-  return absl::Status(status.code(), absl::StrCat("stream message ", slot.index, " (request_id '",
-                                                  slot.request.message().request_id(), "'): ", status.message()));
+absl::Status NormalizeStreamReactor::StreamError(const Slot& slot,
+                                                 const absl::Status& status) const {
+  return absl::Status(status.code(),
+                      absl::StrCat("stream message ", slot.index, " (request_id '",
+                                   slot.request.message().request_id(), "'): ", status.message()));
 }
 
 void NormalizeStreamReactor::OnReadDone(bool ok) {
@@ -33,14 +36,15 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
     normd::MutexLock lock(&mu_);
     read_outstanding_ = false;
     std::unique_ptr<Slot> slot = std::move(reading_);
-    // Once the stream has failed it may already have finished with this read outstanding, and the read
-    // can still complete with a message: admitting it would submit work for a call gRPC is about to
-    // destroy (its context then read by the worker). Nothing is read after the stream has failed.
+    // Once the stream has failed it may already have finished with this read outstanding, and the
+    // read can still complete with a message: admitting it would submit work for a call gRPC is
+    // about to destroy (its context then read by the worker). Nothing is read after the stream has
+    // failed.
     if (ok && !reads_done_) {
       slot->index = next_index_++;
       slot->received = absl::Now();
-      // The slot joins the queue before the lock is released: a stream with an unanswered slot cannot
-      // finish, whatever another thread (a failed write, say) decides meanwhile.
+      // The slot joins the queue before the lock is released: a stream with an unanswered slot
+      // cannot finish, whatever another thread (a failed write, say) decides meanwhile.
       admitted = slot.get();
       slots_.push_back(std::move(slot));
     } else {
@@ -63,7 +67,8 @@ void NormalizeStreamReactor::Admit(Slot* raw) {
                                                   raw->request.weight_data(), limits_, weights_)
                        : raw->parsed;
   if (!validated.ok()) {
-    if (metrics_ != nullptr) metrics_->RequestDone("NormalizeStream", validated.status(), absl::Now() - raw->received);
+    if (metrics_ != nullptr)
+      metrics_->RequestDone("NormalizeStream", validated.status(), absl::Now() - raw->received);
     normd::MutexLock lock(&mu_);
     raw->done = true;
     raw->status = validated.status();
@@ -84,10 +89,12 @@ void NormalizeStreamReactor::Admit(Slot* raw) {
 }
 
 void NormalizeStreamReactor::CompleteSlot(Slot* slot, const absl::Status& status) {
-  if (metrics_ != nullptr) metrics_->RequestDone("NormalizeStream", status, absl::Now() - slot->received);
-  // Marking the slot done and deciding what follows happen under one lock: once it is released, another
-  // thread may finish the stream and gRPC may delete this reactor, so `this` is not touched again
-  // unless the decision taken here (a write, a read, or Finish) keeps the reactor alive for it.
+  if (metrics_ != nullptr)
+    metrics_->RequestDone("NormalizeStream", status, absl::Now() - slot->received);
+  // Marking the slot done and deciding what follows happen under one lock: once it is released,
+  // another thread may finish the stream and gRPC may delete this reactor, so `this` is not touched
+  // again unless the decision taken here (a write, a read, or Finish) keeps the reactor alive for
+  // it.
   Next next;
   {
     normd::MutexLock lock(&mu_);

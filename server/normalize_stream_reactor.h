@@ -38,13 +38,15 @@ namespace normd {
 class NormalizeStreamReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  NormalizeStreamReactor(grpc::CallbackServerContext* context, Scheduler& scheduler, WeightRegistry& weights,
-                         ValidationLimits limits, int max_inflight, ServerMetrics* metrics);
+  NormalizeStreamReactor(grpc::CallbackServerContext* context, Scheduler& scheduler,
+                         WeightRegistry& weights, ValidationLimits limits, int max_inflight,
+                         ServerMetrics* metrics);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
   void OnDone() override {
-    TakenBackFromLibrary(this);  // gRPC's last callback: what every thread did before Finish is visible
+    TakenBackFromLibrary(
+        this);  // gRPC's last callback: what every thread did before Finish is visible
     delete this;
   }
 
@@ -71,8 +73,8 @@ class NormalizeStreamReactor final
   };
 
   // Decides under the lock what to do next (write, read, finish) and does it outside the lock.
-  // Call only where gRPC keeps the reactor alive (its reactions, the constructor); a worker's thread
-  // must decide in the same critical section as its own update (CompleteSlot).
+  // Call only where gRPC keeps the reactor alive (its reactions, the constructor); a worker's
+  // thread must decide in the same critical section as its own update (CompleteSlot).
   void Pump();
   Next DecideLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Act(const Next& next);
@@ -89,11 +91,12 @@ class NormalizeStreamReactor final
 
   normd::Mutex mu_;
   std::deque<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);  // front: next response to write
-  std::unique_ptr<Slot> reading_ ABSL_GUARDED_BY(mu_);           // target of the outstanding read
+  std::unique_ptr<Slot> reading_ ABSL_GUARDED_BY(mu_);            // target of the outstanding read
   int64_t next_index_ ABSL_GUARDED_BY(mu_) = 0;
   bool read_outstanding_ ABSL_GUARDED_BY(mu_) = false;
   bool write_outstanding_ ABSL_GUARDED_BY(mu_) = false;
-  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;  // half-closed by the client, or stopped by an error
+  bool reads_done_ ABSL_GUARDED_BY(mu_) =
+      false;  // half-closed by the client, or stopped by an error
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status stream_status_ ABSL_GUARDED_BY(mu_);  // the first error: how the stream ends
 };

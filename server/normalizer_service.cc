@@ -17,8 +17,8 @@ namespace normd {
 namespace {
 
 // Finishes a unary call and counts it.
-void FinishUnary(grpc::ServerUnaryReactor* reactor, ServerMetrics* metrics, const char* method, absl::Time start,
-                 const absl::Status& status) {
+void FinishUnary(grpc::ServerUnaryReactor* reactor, ServerMetrics* metrics, const char* method,
+                 absl::Time start, const absl::Status& status) {
   if (metrics != nullptr) metrics->RequestDone(method, status, absl::Now() - start);
   HandingToLibrary(reactor);  // the response, written on this thread, is destroyed after OnDone
   reactor->Finish(ToGrpcStatus(status));
@@ -26,17 +26,18 @@ void FinishUnary(grpc::ServerUnaryReactor* reactor, ServerMetrics* metrics, cons
 
 // A unary call's reactor. For Normalize, once gRPC is done with the call (the response sent, or the
 // call cancelled), it uncharges the request's bytes from the scheduler's budget. Until then the
-// response sits in normd's memory, so it counts as queued: a client that sends fast and reads slowly
-// is refused with RESOURCE_EXHAUSTED instead of growing normd's memory. Every unary method uses it
-// (rather than gRPC's default reactor) so that OnDone can state gRPC's hand-off for ThreadSanitizer.
+// response sits in normd's memory, so it counts as queued: a client that sends fast and reads
+// slowly is refused with RESOURCE_EXHAUSTED instead of growing normd's memory. Every unary method
+// uses it (rather than gRPC's default reactor) so that OnDone can state gRPC's hand-off for
+// ThreadSanitizer.
 class UnaryCallReactor : public grpc::ServerUnaryReactor {
  public:
   explicit UnaryCallReactor(Scheduler& scheduler) : scheduler_(scheduler) {}
   // Set before submitting (the answer may come before Submit returns); zero if it was refused.
   void set_held_bytes(int64_t bytes) { held_bytes_.store(bytes, std::memory_order_relaxed); }
   void OnDone() override {
-    // OnDone may run on another gRPC thread than the handler; gRPC orders the two, but out of sight of
-    // ThreadSanitizer (an uninstrumented library), hence the atomic and the annotation.
+    // OnDone may run on another gRPC thread than the handler; gRPC orders the two, but out of sight
+    // of ThreadSanitizer (an uninstrumented library), hence the atomic and the annotation.
     TakenBackFromLibrary(this);
     if (const int64_t bytes = held_bytes_.load(std::memory_order_relaxed); bytes > 0) {
       scheduler_.ReleaseHeldBytes(bytes);
@@ -72,8 +73,8 @@ class NormalizeCallReactor final : public UnaryCallReactor {
 
 }  // namespace
 
-NormalizerService::NormalizerService(Scheduler& scheduler, WeightRegistry& weights, ServiceOptions options,
-                                     ServerMetrics* metrics)
+NormalizerService::NormalizerService(Scheduler& scheduler, WeightRegistry& weights,
+                                     ServiceOptions options, ServerMetrics* metrics)
     : scheduler_(scheduler), weights_(weights), options_(std::move(options)), metrics_(metrics) {}
 
 grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerContext* context,
@@ -112,41 +113,47 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
   return reactor;
 }
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NormalizerService::NormalizeStream(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NormalizerService::NormalizeStream(
+    grpc::CallbackServerContext* context) {
   return new NormalizeStreamReactor(context, scheduler_, weights_, options_.limits,
                                     options_.stream_max_inflight, metrics_);
 }
 
-grpc::ServerUnaryReactor* NormalizerService::RegisterWeight(grpc::CallbackServerContext* /*context*/,
-                                                            const normd::v1::RegisterWeightRequest* request,
-                                                            normd::v1::RegisterWeightResponse* response) {
+grpc::ServerUnaryReactor* NormalizerService::RegisterWeight(
+    grpc::CallbackServerContext* /*context*/, const normd::v1::RegisterWeightRequest* request,
+    normd::v1::RegisterWeightResponse* response) {
   const absl::Time start = absl::Now();
   grpc::ServerUnaryReactor* reactor = new UnaryCallReactor(scheduler_);  // deletes itself in OnDone
   const absl::Status status = [&]() -> absl::Status {
-    if (!request->has_weight()) return absl::InvalidArgumentError("weight: missing; send a [hidden] tensor");
+    if (!request->has_weight())
+      return absl::InvalidArgumentError("weight: missing; send a [hidden] tensor");
     DType dtype;
     int64_t rows, hidden;
     NORMD_RETURN_IF_ERROR(ValidateTensor(request->weight(), "weight", &dtype, &rows, &hidden));
     if (request->weight().shape_size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("weight: shape has ", request->weight().shape_size(),
+      return absl::InvalidArgumentError(absl::StrCat("weight: shape has ",
+                                                     request->weight().shape_size(),
                                                      " dimensions; a weight is 1-D [hidden]"));
     }
     if (hidden > options_.limits.max_hidden) {
-      return absl::InvalidArgumentError(absl::StrCat("hidden: weight length ", hidden, " exceeds --max-hidden = ",
-                                                     options_.limits.max_hidden));
+      return absl::InvalidArgumentError(
+          absl::StrCat("hidden: weight length ", hidden,
+                       " exceeds --max-hidden = ", options_.limits.max_hidden));
     }
-    NORMD_ASSIGN_OR_RETURN(std::string id, weights_.Register(dtype, hidden, request->weight().data()));
+    NORMD_ASSIGN_OR_RETURN(std::string id,
+                           weights_.Register(dtype, hidden, request->weight().data()));
     response->set_weight_id(std::move(id));
-    if (metrics_ != nullptr) metrics_->weights_registered().Set(static_cast<double>(weights_.count()));
+    if (metrics_ != nullptr)
+      metrics_->weights_registered().Set(static_cast<double>(weights_.count()));
     return absl::OkStatus();
   }();
   FinishUnary(reactor, metrics_, "RegisterWeight", start, status);
   return reactor;
 }
 
-grpc::ServerUnaryReactor* NormalizerService::GetServerInfo(grpc::CallbackServerContext* /*context*/,
-                                                           const normd::v1::GetServerInfoRequest* /*request*/,
-                                                           normd::v1::ServerInfo* response) {
+grpc::ServerUnaryReactor* NormalizerService::GetServerInfo(
+    grpc::CallbackServerContext* /*context*/, const normd::v1::GetServerInfoRequest* /*request*/,
+    normd::v1::ServerInfo* response) {
   const absl::Time start = absl::Now();
   *response = options_.info;
   grpc::ServerUnaryReactor* reactor = new UnaryCallReactor(scheduler_);  // deletes itself in OnDone

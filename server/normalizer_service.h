@@ -1,8 +1,8 @@
 // The normd.v1.Normalizer service on gRPC's callback API.
 //
-// Handlers never compute: they validate (answering a caller's mistake at once), size the response, and
-// hand a WorkItem to the scheduler; the reactor finishes when the item's launch is done, on the worker's
-// thread. RegisterWeight and GetServerInfo answer inline.
+// Handlers never compute: they validate (answering a caller's mistake at once), size the response,
+// and hand a WorkItem to the scheduler; the reactor finishes when the item's launch is done, on the
+// worker's thread. RegisterWeight and GetServerInfo answer inline.
 #ifndef NORMD_SERVER_NORMALIZER_SERVICE_H_
 #define NORMD_SERVER_NORMALIZER_SERVICE_H_
 

@@ -23,7 +23,8 @@ prometheus::MetricFamily Family(std::string name, std::string help, prometheus::
   return family;
 }
 
-void AddValue(prometheus::MetricFamily& family, double value, std::vector<prometheus::ClientMetric::Label> labels = {}) {
+void AddValue(prometheus::MetricFamily& family, double value,
+              std::vector<prometheus::ClientMetric::Label> labels = {}) {
   prometheus::ClientMetric metric;
   metric.label = std::move(labels);
   if (family.type == prometheus::MetricType::Counter) {
@@ -42,8 +43,8 @@ double ResidentBytes() {
   return static_cast<double>(resident_pages) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
-// User + system CPU time from /proc/self/stat (fields 14 and 15, after the parenthesised command name,
-// which may itself hold spaces), in seconds; -1 when unreadable.
+// User + system CPU time from /proc/self/stat (fields 14 and 15, after the parenthesised command
+// name, which may itself hold spaces), in seconds; -1 when unreadable.
 double CpuSeconds() {
   std::ifstream stat_file("/proc/self/stat");
   std::string line;
@@ -66,25 +67,28 @@ std::vector<prometheus::MetricFamily> ProcessMetrics::Collect() const {
   std::vector<prometheus::MetricFamily> families;
   if (const double rss = ResidentBytes(); rss >= 0) {
     prometheus::MetricFamily family =
-        Family("process_resident_memory_bytes", "Resident memory size in bytes", prometheus::MetricType::Gauge);
+        Family("process_resident_memory_bytes", "Resident memory size in bytes",
+               prometheus::MetricType::Gauge);
     AddValue(family, rss);
     families.push_back(std::move(family));
   }
   if (const double cpu = CpuSeconds(); cpu >= 0) {
-    prometheus::MetricFamily family = Family(
-        "process_cpu_seconds_total", "Total user and system CPU time spent in seconds", prometheus::MetricType::Counter);
+    prometheus::MetricFamily family =
+        Family("process_cpu_seconds_total", "Total user and system CPU time spent in seconds",
+               prometheus::MetricType::Counter);
     AddValue(family, cpu);
     families.push_back(std::move(family));
   }
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-  // mallinfo2 walks every arena under its lock: cheap at normd's few (--malloc-arenas), and only per
-  // scrape.
+  // mallinfo2 walks every arena under its lock: cheap at normd's few (--malloc-arenas), and only
+  // per scrape.
   const struct mallinfo2 heap = mallinfo2();
-  prometheus::MetricFamily family = Family(
-      "normd_allocator_bytes",
-      "glibc heap: bytes handed out to the program (in_use, mmapped blocks included) and free bytes inside "
-      "the allocator's heaps (free_held; only the pages once touched are resident)",
-      prometheus::MetricType::Gauge);
+  prometheus::MetricFamily family =
+      Family("normd_allocator_bytes",
+             "glibc heap: bytes handed out to the program (in_use, mmapped blocks included) and "
+             "free bytes inside "
+             "the allocator's heaps (free_held; only the pages once touched are resident)",
+             prometheus::MetricType::Gauge);
   AddValue(family, static_cast<double>(heap.uordblks + heap.hblkhd), {{"state", "in_use"}});
   AddValue(family, static_cast<double>(heap.fordblks), {{"state", "free_held"}});
   families.push_back(std::move(family));

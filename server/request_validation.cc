@@ -12,15 +12,16 @@
 namespace normd {
 namespace {
 
-// The shape as "[2, 3, 4096]". A shape of very many dimensions is cut after the first few: the message
-// travels in the call's trailers, which gRPC bounds, and a client that sent a million dimensions learns
-// nothing more from seeing them all.
+// The shape as "[2, 3, 4096]". A shape of very many dimensions is cut after the first few: the
+// message travels in the call's trailers, which gRPC bounds, and a client that sent a million
+// dimensions learns nothing more from seeing them all.
 std::string ShapeString(const normd::v1::Tensor& tensor) {
   constexpr int kShown = 8;
   const int dims = tensor.shape_size();
   if (dims <= kShown) return absl::StrCat("[", absl::StrJoin(tensor.shape(), ", "), "]");
-  return absl::StrCat("[", absl::StrJoin(tensor.shape().begin(), tensor.shape().begin() + kShown, ", "), ", ... (",
-                      dims, " dimensions)]");
+  return absl::StrCat("[",
+                      absl::StrJoin(tensor.shape().begin(), tensor.shape().begin() + kShown, ", "),
+                      ", ... (", dims, " dimensions)]");
 }
 
 absl::Status CheckWeight(const ValidatedRequest& out, DType weight_dtype, int64_t weight_rows,
@@ -30,8 +31,8 @@ absl::Status CheckWeight(const ValidatedRequest& out, DType weight_dtype, int64_
                                                    " dimensions; expected 1-D [", out.hidden, "]"));
   }
   if (weight_rows != 1 || weight_hidden != out.hidden) {
-    return absl::InvalidArgumentError(absl::StrCat("weight: length ", weight_hidden,
-                                                   " does not match the input's hidden size ", out.hidden));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "weight: length ", weight_hidden, " does not match the input's hidden size ", out.hidden));
   }
   if (weight_dtype != out.dtype && weight_dtype != DType::kFloat32) {
     return absl::InvalidArgumentError(absl::StrCat("weight: dtype ", DTypeName(weight_dtype),
@@ -58,9 +59,10 @@ absl::Status ResolveWeight(const normd::v1::NormalizeRequest& request, TensorByt
     case normd::v1::NormalizeRequest::kWeightId: {
       auto weight = weights.Find(request.weight_id());
       if (weight == nullptr) {
-        return absl::NotFoundError(absl::StrCat("weight_id: '", request.weight_id(),
-                                                "' is not registered on this server (unknown or evicted); "
-                                                "register it again with RegisterWeight"));
+        return absl::NotFoundError(
+            absl::StrCat("weight_id: '", request.weight_id(),
+                         "' is not registered on this server (unknown or evicted); "
+                         "register it again with RegisterWeight"));
       }
       NORMD_RETURN_IF_ERROR(CheckWeight(out, weight->dtype, 1, weight->hidden, 1,
                                         absl::StrCat("[", weight->hidden, "]")));
@@ -80,29 +82,32 @@ absl::Status ResolveWeight(const normd::v1::NormalizeRequest& request, TensorByt
 
 absl::Status ValidateTensor(const normd::v1::Tensor& tensor, absl::string_view field, DType* dtype,
                             int64_t* rows, int64_t* hidden) {
-  return ValidateTensor(tensor, static_cast<int64_t>(tensor.data().size()), field, dtype, rows, hidden);
+  return ValidateTensor(tensor, static_cast<int64_t>(tensor.data().size()), field, dtype, rows,
+                        hidden);
 }
 
-absl::Status ValidateTensor(const normd::v1::Tensor& tensor, int64_t data_bytes, absl::string_view field,
-                            DType* dtype, int64_t* rows, int64_t* hidden) {
+absl::Status ValidateTensor(const normd::v1::Tensor& tensor, int64_t data_bytes,
+                            absl::string_view field, DType* dtype, int64_t* rows, int64_t* hidden) {
   const int raw_dtype = tensor.dtype();
   if (raw_dtype != normd::v1::DTYPE_FLOAT32 && raw_dtype != normd::v1::DTYPE_FLOAT16 &&
       raw_dtype != normd::v1::DTYPE_BFLOAT16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".dtype: ", raw_dtype == 0 ? "unspecified (0)" : absl::StrCat("unknown (", raw_dtype, ")"),
-                     "; expected DTYPE_FLOAT32 (1), DTYPE_FLOAT16 (2) or DTYPE_BFLOAT16 (3)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field,
+        ".dtype: ", raw_dtype == 0 ? "unspecified (0)" : absl::StrCat("unknown (", raw_dtype, ")"),
+        "; expected DTYPE_FLOAT32 (1), DTYPE_FLOAT16 (2) or DTYPE_BFLOAT16 (3)"));
   }
   *dtype = static_cast<DType>(raw_dtype);
   if (tensor.shape_size() == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".shape: empty; a tensor needs at least one dimension (the last is hidden)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".shape: empty; a tensor needs at least one dimension (the last is hidden)"));
   }
   int64_t elements = 1;
   for (int i = 0; i < tensor.shape_size(); ++i) {
     const int64_t dim = tensor.shape(i);
     if (dim <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".shape[", i, "] = ", dim, " in ",
-                                                     ShapeString(tensor), ": every dimension must be positive"));
+                                                     ShapeString(tensor),
+                                                     ": every dimension must be positive"));
     }
     if (elements > std::numeric_limits<int64_t>::max() / dim) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".shape: ", ShapeString(tensor),
@@ -118,9 +123,9 @@ absl::Status ValidateTensor(const normd::v1::Tensor& tensor, int64_t data_bytes,
   const int64_t expected = elements * itemsize;
   const int64_t actual = data_bytes;
   if (actual != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".data: ", actual, " bytes; shape ", ShapeString(tensor),
-                                                   " of ", DTypeName(*dtype), " needs ", elements, " x ",
-                                                   itemsize, " = ", expected, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".data: ", actual, " bytes; shape ", ShapeString(tensor), " of ", DTypeName(*dtype),
+        " needs ", elements, " x ", itemsize, " = ", expected, " bytes"));
   }
   *hidden = tensor.shape(tensor.shape_size() - 1);
   *rows = elements / *hidden;
@@ -158,11 +163,13 @@ absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(
   if (!request.has_input()) {
     return absl::InvalidArgumentError("input: missing; a NormalizeRequest needs an input tensor");
   }
-  NORMD_RETURN_IF_ERROR(
-      ValidateTensor(request.input(), input_data.size(), "input", &out.dtype, &out.rows, &out.hidden));
+  NORMD_RETURN_IF_ERROR(ValidateTensor(request.input(), input_data.size(), "input", &out.dtype,
+                                       &out.rows, &out.hidden));
   if (out.hidden > limits.max_hidden) {
-    return absl::InvalidArgumentError(absl::StrCat("hidden: ", out.hidden, " (the input's last dimension) exceeds "
-                                                   "--max-hidden = ", limits.max_hidden));
+    return absl::InvalidArgumentError(absl::StrCat("hidden: ", out.hidden,
+                                                   " (the input's last dimension) exceeds "
+                                                   "--max-hidden = ",
+                                                   limits.max_hidden));
   }
   out.input = std::move(input_data);
 
@@ -171,18 +178,20 @@ absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(
   if (request.has_residual()) {
     const normd::v1::Tensor& residual = request.residual();
     if (static_cast<int>(residual.dtype()) != static_cast<int>(out.dtype)) {
-      return absl::InvalidArgumentError(absl::StrCat("residual.dtype: ", normd::v1::DType_Name(residual.dtype()),
-                                                     " differs from the input's ",
-                                                     normd::v1::DType_Name(request.input().dtype())));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "residual.dtype: ", normd::v1::DType_Name(residual.dtype()), " differs from the input's ",
+          normd::v1::DType_Name(request.input().dtype())));
     }
-    if (!std::equal(residual.shape().begin(), residual.shape().end(), request.input().shape().begin(),
-                    request.input().shape().end())) {
+    if (!std::equal(residual.shape().begin(), residual.shape().end(),
+                    request.input().shape().begin(), request.input().shape().end())) {
       return absl::InvalidArgumentError(absl::StrCat("residual.shape: ", ShapeString(residual),
-                                                     " differs from the input's ", ShapeString(request.input())));
+                                                     " differs from the input's ",
+                                                     ShapeString(request.input())));
     }
     DType dtype;
     int64_t rows, hidden;
-    NORMD_RETURN_IF_ERROR(ValidateTensor(residual, residual_data.size(), "residual", &dtype, &rows, &hidden));
+    NORMD_RETURN_IF_ERROR(
+        ValidateTensor(residual, residual_data.size(), "residual", &dtype, &rows, &hidden));
     out.residual = std::move(residual_data);
   }
 
@@ -193,7 +202,8 @@ absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(
   out.eps = eps;
   const float weight_offset = request.weight_offset();
   if (!std::isfinite(weight_offset)) {
-    return absl::InvalidArgumentError(absl::StrCat("weight_offset: ", weight_offset, " must be finite"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("weight_offset: ", weight_offset, " must be finite"));
   }
   out.weight_offset = weight_offset;
   return out;

@@ -1,4 +1,5 @@
-// Turns a NormalizeRequest into a ValidatedRequest, or a status that tells the caller what is wrong.
+// Turns a NormalizeRequest into a ValidatedRequest, or a status that tells the caller what is
+// wrong.
 //
 // Every check names the field (input, dtype, shape, data, weight, weight_id, residual, eps,
 // weight_offset, hidden) and the numbers involved, so that a client can fix its request from the
@@ -51,8 +52,8 @@ struct ValidationLimits {
 absl::Status ValidateTensor(const normd::v1::Tensor& tensor, absl::string_view field, DType* dtype,
                             int64_t* rows, int64_t* hidden);
 // The same for a tensor whose data is held elsewhere (RequestWire): `data_bytes` of it.
-absl::Status ValidateTensor(const normd::v1::Tensor& tensor, int64_t data_bytes, absl::string_view field,
-                            DType* dtype, int64_t* rows, int64_t* hidden);
+absl::Status ValidateTensor(const normd::v1::Tensor& tensor, int64_t data_bytes,
+                            absl::string_view field, DType* dtype, int64_t* rows, int64_t* hidden);
 
 // The data of a message's input, residual and inline weight where protobuf parsed them into the
 // message itself; the residual's and the weight's are absent without their fields.
@@ -61,9 +62,9 @@ TensorBytes ResidualDataIn(const normd::v1::NormalizeRequest& request);
 TensorBytes WeightDataIn(const normd::v1::NormalizeRequest& request);
 
 // A request whose tensors carry their data.
-absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(const normd::v1::NormalizeRequest& request,
-                                                          const ValidationLimits& limits,
-                                                          WeightRegistry& weights);
+absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(
+    const normd::v1::NormalizeRequest& request, const ValidationLimits& limits,
+    WeightRegistry& weights);
 // A request whose tensors' data are given apart from it (RequestWire's input_data, residual_data
 // and weight_data; the message's own data fields are then ignored).
 absl::StatusOr<ValidatedRequest> ValidateNormalizeRequest(

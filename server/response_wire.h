@@ -43,7 +43,8 @@ class ResponseWire {
   // residual, each of `data_bytes` bytes, and keeps the request_id. The data buffers are allocated
   // here and are uninitialized. Call once, after the request has been validated (which made
   // `data_bytes` the size of its input and residual).
-  void Prepare(const normd::v1::NormalizeRequest& request, int64_t data_bytes, bool with_residual_out);
+  void Prepare(const normd::v1::NormalizeRequest& request, int64_t data_bytes,
+               bool with_residual_out);
 
   // Where the executor writes each output tensor's bytes; null for residual_out without a residual.
   void* output() const { return output_.data; }

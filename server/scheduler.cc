@@ -19,16 +19,17 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   }
   Worker* worker = ChooseWorker();
   if (worker == nullptr) {
-    return absl::UnavailableError("normd has no healthy worker left (see its log); retry on another replica");
+    return absl::UnavailableError(
+        "normd has no healthy worker left (see its log); retry on another replica");
   }
   const int64_t bytes = item->bytes();
   // Reserve first, then check: concurrent submitters cannot together slip past the budget.
   const int64_t before = queued_bytes_.fetch_add(bytes);
   if (before + bytes > max_queue_bytes_ && before > 0) {
     queued_bytes_.fetch_sub(bytes);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "normd is overloaded: ", before, " bytes queued, and this request's ", bytes,
-        " would pass --max-queue-bytes = ", max_queue_bytes_, "; retry later"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("normd is overloaded: ", before, " bytes queued, and this request's ", bytes,
+                     " would pass --max-queue-bytes = ", max_queue_bytes_, "; retry later"));
   }
   inflight_.fetch_add(1);
   if (metrics_ != nullptr) metrics_->inflight_requests().Increment();

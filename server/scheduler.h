@@ -34,9 +34,9 @@ class Scheduler {
   Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes,
             ServerMetrics* metrics = nullptr, int64_t fill_first_rows = 0);
 
-  // Accepts the item (it will be answered exactly once through its on_done) or refuses it, returning
-  // RESOURCE_EXHAUSTED (over the byte budget) or UNAVAILABLE (shutting down); a refused item is not
-  // answered and is destroyed.
+  // Accepts the item (it will be answered exactly once through its on_done) or refuses it,
+  // returning RESOURCE_EXHAUSTED (over the byte budget) or UNAVAILABLE (shutting down); a refused
+  // item is not answered and is destroyed.
   absl::Status Submit(std::unique_ptr<WorkItem> item);
 
   // Uncharges the bytes of an answered item submitted with hold_bytes_until_released.

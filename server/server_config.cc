@@ -17,25 +17,33 @@
 #include "server/copy_pool.h"
 #include "server/usable_cpus.h"
 
-ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
-          "gRPC address to serve on. Loopback by default: expose it on purpose (e.g. 0.0.0.0:50051)");
-ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
-          "Prometheus metrics endpoint (path /metrics): HOST:PORT, port 0 = any free port, empty = off");
+ABSL_FLAG(
+    std::string, listen, "127.0.0.1:50051",
+    "gRPC address to serve on. Loopback by default: expose it on purpose (e.g. 0.0.0.0:50051)");
+ABSL_FLAG(
+    std::string, metrics_listen, "127.0.0.1:9464",
+    "Prometheus metrics endpoint (path /metrics): HOST:PORT, port 0 = any free port, empty = off");
 ABSL_FLAG(absl::Duration, max_connection_age, absl::ZeroDuration(),
-          "Close client connections after this age (e.g. 300s) so that clients re-resolve DNS and spread over "
+          "Close client connections after this age (e.g. 300s) so that clients re-resolve DNS and "
+          "spread over "
           "replicas (0 = never)");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain to serve TLS with (needs --tls-key; empty = plaintext)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
-          "PEM CA bundle: require every client to present a certificate it signed (mTLS; needs --tls-cert)");
+          "PEM CA bundle: require every client to present a certificate it signed (mTLS; needs "
+          "--tls-cert)");
 ABSL_FLAG(std::string, backend, "auto", "auto (cuda when a GPU is visible, else cpu), cuda or cpu");
-ABSL_FLAG(int, cpu_threads, 0, "CPU backend: cores one launch may use (0 = every core this process may run on)");
-ABSL_FLAG(std::string, gpus, "", "CUDA backend: GPU indices to use, e.g. 0,1 (empty = every visible GPU)");
+ABSL_FLAG(int, cpu_threads, 0,
+          "CPU backend: cores one launch may use (0 = every core this process may run on)");
+ABSL_FLAG(std::string, gpus, "",
+          "CUDA backend: GPU indices to use, e.g. 0,1 (empty = every visible GPU)");
 ABSL_FLAG(int, workers_per_gpu, 2, "CUDA backend: workers (stream + pinned buffers) per GPU");
-ABSL_FLAG(int64_t, zero_copy_max_bytes, int64_t{1} << 20,
-          "CUDA backend: launches moving at most this many bytes (up + down) are computed straight from and "
-          "into pinned host memory, skipping the two copies and their fixed cost (0 = always copy)");
+ABSL_FLAG(
+    int64_t, zero_copy_max_bytes, int64_t{1} << 20,
+    "CUDA backend: launches moving at most this many bytes (up + down) are computed straight from "
+    "and "
+    "into pinned host memory, skipping the two copies and their fixed cost (0 = always copy)");
 ABSL_FLAG(int, copy_threads, 0,
           "CUDA backend: threads that copy one launch's bytes into and out of pinned memory, the "
           "worker's own included, for launches of --parallel-copy-min-bytes and more (0 = "
@@ -52,16 +60,20 @@ ABSL_FLAG(
     "Threads that answer a finished launch's requests (build the responses and hand them to gRPC), "
     "the worker's own included, so that the worker goes back to launching (0 = automatic: with the "
     "CUDA backend half the CPUs per worker, at most 4; with the CPU backend 1, the worker alone)");
-ABSL_FLAG(int64_t, overlap_min_bytes, int64_t{256} << 10,
-          "CUDA backend: a launch starts while another is still on the device only if it carries at least "
-          "this many payload bytes; smaller requests wait and go out together (0 = always overlap)");
+ABSL_FLAG(
+    int64_t, overlap_min_bytes, int64_t{256} << 10,
+    "CUDA backend: a launch starts while another is still on the device only if it carries at "
+    "least "
+    "this many payload bytes; smaller requests wait and go out together (0 = always overlap)");
 ABSL_FLAG(int64_t, max_hidden, 65536, "Largest hidden size (last dimension) accepted");
 ABSL_FLAG(int64_t, max_request_bytes, int64_t{256} << 20,
           "Largest request message in bytes; larger ones get RESOURCE_EXHAUSTED");
-ABSL_FLAG(int64_t, max_batch_rows, 8192, "Rows one launch may carry (one request over it goes alone)");
+ABSL_FLAG(int64_t, max_batch_rows, 8192,
+          "Rows one launch may carry (one request over it goes alone)");
 ABSL_FLAG(int64_t, max_batch_bytes, int64_t{256} << 20, "Payload bytes one launch may carry");
-ABSL_FLAG(int64_t, max_queue_delay_us, 0,
-          "How long a partial launch may wait for company once its worker is free (0 = never wait)");
+ABSL_FLAG(
+    int64_t, max_queue_delay_us, 0,
+    "How long a partial launch may wait for company once its worker is free (0 = never wait)");
 ABSL_FLAG(int64_t, company_wait_us, -1,
           "Adaptive batching for clients that wait for each answer: a launch may wait up to this "
           "long for as many requests as the largest of the worker's last --company-memory launches "
@@ -77,23 +89,30 @@ ABSL_FLAG(
     int64_t, company_memory, 8,
     "With --company-wait-us: how many of its last launches a worker remembers when it decides "
     "how many requests to wait for (1: the last launch alone)");
-ABSL_FLAG(int64_t, busy_poll_us, -1,
-          "Latency for CPU: after its last launch a worker's thread polls for new requests this long (a "
-          "core busy meanwhile) instead of sleeping, and launches small ones (up to 64 KiB) itself with its "
-          "caches warm (0 = off; -1 = automatic: 1000 with the CUDA backend when normd may run on at least "
-          "4 CPUs per worker, else off)");
+ABSL_FLAG(
+    int64_t, busy_poll_us, -1,
+    "Latency for CPU: after its last launch a worker's thread polls for new requests this long (a "
+    "core busy meanwhile) instead of sleeping, and launches small ones (up to 64 KiB) itself with "
+    "its "
+    "caches warm (0 = off; -1 = automatic: 1000 with the CUDA backend when normd may run on at "
+    "least "
+    "4 CPUs per worker, else off)");
 ABSL_FLAG(int64_t, fill_first_rows, 256,
           "Requests go to the first worker holding fewer than this many rows (queued or running),"
           " so that small concurrent requests ride in one worker's launches; past it, to the "
           "least loaded worker (0 = always the least loaded)");
-ABSL_FLAG(int64_t, max_queue_bytes, int64_t{1} << 30,
-          "Payload bytes of accepted, unanswered requests; past it new requests get RESOURCE_EXHAUSTED");
+ABSL_FLAG(
+    int64_t, max_queue_bytes, int64_t{1} << 30,
+    "Payload bytes of accepted, unanswered requests; past it new requests get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, max_concurrent_streams, 256,
-          "Calls (streams) one client connection may have open at once; more wait in the client until one "
+          "Calls (streams) one client connection may have open at once; more wait in the client "
+          "until one "
           "ends (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)");
 ABSL_FLAG(int, malloc_arenas, 0,
-          "glibc malloc arenas shared by normd's threads (0 = one per 4 cores it may run on, at least 1). Each "
-          "keeps up to max(--max-queue-bytes, 32 MiB) of freed memory for the next requests, so fewer arenas "
+          "glibc malloc arenas shared by normd's threads (0 = one per 4 cores it may run on, at "
+          "least 1). Each "
+          "keeps up to max(--max-queue-bytes, 32 MiB) of freed memory for the next requests, so "
+          "fewer arenas "
           "bound memory tighter; more spread allocations over more locks");
 ABSL_FLAG(
     int64_t, response_pool_bytes, -1,
@@ -105,7 +124,8 @@ ABSL_FLAG(int64_t, max_weight_bytes, int64_t{1} << 30,
 ABSL_FLAG(int, stream_max_inflight, 64,
           "Requests one NormalizeStream may have read ahead of their responses (flow control)");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
-          "On SIGTERM/SIGINT, how long accepted requests may take to finish before normd exits (e.g. 30s)");
+          "On SIGTERM/SIGINT, how long accepted requests may take to finish before normd exits "
+          "(e.g. 30s)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 
 namespace normd {
@@ -115,11 +135,12 @@ bool IsNormdFlagFile(absl::string_view filename) {
   return absl::EndsWith(filename, "server/server_config.cc");
 }
 
-
 constexpr char kUsage[] =
     "normd: RMSNorm offload over gRPC (normd.v1.Normalizer).\n"
-    "Usage: normd [--flag=value ...]. Flags may be written with dashes or underscores, and each has an\n"
-    "environment twin NORMD_<FLAG_NAME> (e.g. NORMD_LISTEN, NORMD_MAX_QUEUE_BYTES); the command line\n"
+    "Usage: normd [--flag=value ...]. Flags may be written with dashes or underscores, and each "
+    "has an\n"
+    "environment twin NORMD_<FLAG_NAME> (e.g. NORMD_LISTEN, NORMD_MAX_QUEUE_BYTES); the command "
+    "line\n"
     "wins over the environment.";
 
 // Applies NORMD_<NAME> environment variables to the flags they name.
@@ -180,7 +201,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   if (absl::Status env = ApplyEnvironment(); !env.ok()) return env;
   const std::vector<std::string> rest = ParseCommandLineWithDashes(argc, argv);
   if (rest.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", rest[1], "' (see --help)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", rest[1], "' (see --help)"));
   }
 
   ServerConfig c;
@@ -198,7 +220,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   }
   c.backend = absl::GetFlag(FLAGS_backend);
   if (c.backend != "auto" && c.backend != "cpu" && c.backend != "cuda") {
-    return absl::InvalidArgumentError(absl::StrCat("--backend = '", c.backend, "': expected auto, cpu or cuda"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend = '", c.backend, "': expected auto, cpu or cuda"));
   }
   c.cpu_threads = absl::GetFlag(FLAGS_cpu_threads);
   if (c.cpu_threads <= 0) c.cpu_threads = UsableCpuCount();
@@ -303,12 +326,13 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   }
   if (absl::Status s = CheckNonNegative("malloc_arenas", c.malloc_arenas); !s.ok()) return s;
   if (c.zero_copy_max_bytes < 0 || c.batch.overlap_min_bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--zero_copy_max_bytes = ", c.zero_copy_max_bytes,
-                                                   " and --overlap_min_bytes = ", c.batch.overlap_min_bytes,
-                                                   " must be >= 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--zero_copy_max_bytes = ", c.zero_copy_max_bytes,
+                     " and --overlap_min_bytes = ", c.batch.overlap_min_bytes, " must be >= 0"));
   }
   if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &c.log_level)) {
-    return absl::InvalidArgumentError(absl::StrCat("--log_level = '", absl::GetFlag(FLAGS_log_level),
+    return absl::InvalidArgumentError(absl::StrCat("--log_level = '",
+                                                   absl::GetFlag(FLAGS_log_level),
                                                    "': expected debug, info, warning or error"));
   }
   return c;

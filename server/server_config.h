@@ -1,8 +1,9 @@
-// normd's configuration: every command-line flag, its environment-variable twin, and the parsed result.
+// normd's configuration: every command-line flag, its environment-variable twin, and the parsed
+// result.
 //
-// Flags are absl flags. Each can be written with dashes or underscores (--max-hidden or --max_hidden),
-// and each has an environment twin NORMD_<NAME> (NORMD_MAX_HIDDEN) for containers; the command line
-// wins over the environment. `normd --help` lists them all with their defaults.
+// Flags are absl flags. Each can be written with dashes or underscores (--max-hidden or
+// --max_hidden), and each has an environment twin NORMD_<NAME> (NORMD_MAX_HIDDEN) for containers;
+// the command line wins over the environment. `normd --help` lists them all with their defaults.
 #ifndef NORMD_SERVER_SERVER_CONFIG_H_
 #define NORMD_SERVER_SERVER_CONFIG_H_
 
@@ -19,18 +20,19 @@ namespace normd {
 
 struct ServerConfig {
   std::string listen;
-  std::string metrics_listen;            // "" = no metrics endpoint
-  absl::Duration max_connection_age;     // zero = unlimited
-  // TLS: PEM file paths. Both cert and key, or neither (plaintext). client_ca requires them and turns
-  // on mTLS: every client must present a certificate that this CA signed.
+  std::string metrics_listen;         // "" = no metrics endpoint
+  absl::Duration max_connection_age;  // zero = unlimited
+  // TLS: PEM file paths. Both cert and key, or neither (plaintext). client_ca requires them and
+  // turns on mTLS: every client must present a certificate that this CA signed.
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;
-  std::string backend;     // "auto", "cpu" or "cuda"
-  int cpu_threads = 0;     // resolved: > 0
-  std::string gpus;        // "" = every visible GPU, else "0,1"
+  std::string backend;  // "auto", "cpu" or "cuda"
+  int cpu_threads = 0;  // resolved: > 0
+  std::string gpus;     // "" = every visible GPU, else "0,1"
   int workers_per_gpu = 2;
-  int64_t zero_copy_max_bytes = 0;  // CUDA: launches up to this many bytes (up + down) skip the copies
+  int64_t zero_copy_max_bytes =
+      0;  // CUDA: launches up to this many bytes (up + down) skip the copies
   // CUDA: threads copying one launch to and from pinned memory (0 = AutomaticCopyThreads), and how
   // long they poll after a launch; --copy-spin-us=-1 (the default) sets copy_spin_as_busy_poll:
   // they poll as long as batch.busy_poll resolves to.
@@ -94,8 +96,8 @@ int AutomaticCopyThreads(int usable_cpus, int cuda_workers);
 // half the usable CPUs each worker has, at most kMaxAutomaticReplyThreads, at least 1. Answering a
 // 1 x 4096 bf16 request took 22-29 µs of the worker's thread on the H200 machine; with four threads
 // normd served 36-40k such requests/s at c=64 over eight connections against 25-28k answering alone
-// (server/reply_pool.h). The CPU backend's launches use every core already: there the worker answers
-// alone unless told otherwise.
+// (server/reply_pool.h). The CPU backend's launches use every core already: there the worker
+// answers alone unless told otherwise.
 inline constexpr int kMaxAutomaticReplyThreads = 4;
 int AutomaticReplyThreads(int usable_cpus, int cuda_workers);
 

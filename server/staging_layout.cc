@@ -59,8 +59,8 @@ absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void*
   for (size_t i = 0; i < launch.items.size(); ++i) {
     const ValidatedRequest& r = launch.items[i]->request;
     RmsNormSegment seg{};
-    // Straight from where the request's bytes arrived (TensorBytes), which the device reads next and
-    // the CPU never: see base/streaming_copy.h.
+    // Straight from where the request's bytes arrived (TensorBytes), which the device reads next
+    // and the CPU never: see base/streaming_copy.h.
     r.input.AddCopyJobsBypassingCaches(At(up_host, layout.input_at[i]), rows);
     seg.input = At(up_device, layout.input_at[i]);
     seg.output = At(down_device, layout.output_at[i]);

@@ -1,11 +1,12 @@
-// The batch packer: where each request of a launch goes in a staging buffer, and the packing itself.
+// The batch packer: where each request of a launch goes in a staging buffer, and the packing
+// itself.
 //
-// A launch travels to an accelerator as one buffer going up, [segment table][inline weights][inputs]
-// [residuals], and comes back as one buffer, [outputs][residual_outs]. Every region starts on a
-// 256-byte boundary so that the kernels' 16-byte vector accesses stay aligned whatever the sizes
-// before it. The segment table holds pointers into the *device* copies of those buffers, which the
-// host cannot dereference; the packer therefore takes the device base addresses separately from the
-// host buffer it writes into.
+// A launch travels to an accelerator as one buffer going up, [segment table][inline
+// weights][inputs] [residuals], and comes back as one buffer, [outputs][residual_outs]. Every
+// region starts on a 256-byte boundary so that the kernels' 16-byte vector accesses stay aligned
+// whatever the sizes before it. The segment table holds pointers into the *device* copies of those
+// buffers, which the host cannot dereference; the packer therefore takes the device base addresses
+// separately from the host buffer it writes into.
 //
 // Pure host code with no CUDA in it, so that it is unit-tested and fuzzed on machines without a GPU
 // (tests/fuzz/fuzz_staging_packer.cc: packed with device base = host base and computed by the CPU

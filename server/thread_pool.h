@@ -1,7 +1,7 @@
 // A fixed pool of threads for splitting one launch's rows across cores.
 //
-// ParallelFor is called by one thread at a time (the CPU worker that owns the pool); the calling thread
-// takes part in the work, so a pool of N threads starts N - 1 helpers.
+// ParallelFor is called by one thread at a time (the CPU worker that owns the pool); the calling
+// thread takes part in the work, so a pool of N threads starts N - 1 helpers.
 #ifndef NORMD_SERVER_THREAD_POOL_H_
 #define NORMD_SERVER_THREAD_POOL_H_
 
@@ -38,7 +38,7 @@ class ThreadPool {
   int busy_helpers_ ABSL_GUARDED_BY(mu_) = 0;
   const std::function<void(int64_t)>* task_ ABSL_GUARDED_BY(mu_) = nullptr;
   int64_t task_count_ ABSL_GUARDED_BY(mu_) = 0;
-  std::atomic<int64_t> next_task_{0};    // the next task index to claim
+  std::atomic<int64_t> next_task_{0};  // the next task index to claim
   std::vector<std::thread> helpers_;
 };
 

@@ -1,6 +1,6 @@
-// Runs one small launch on every worker before normd reports SERVING, so that the first client request
-// does not pay for lazy initialization (CUDA context and module load, thread start-up) and so that a
-// backend that cannot compute is caught at start-up rather than by a client.
+// Runs one small launch on every worker before normd reports SERVING, so that the first client
+// request does not pay for lazy initialization (CUDA context and module load, thread start-up) and
+// so that a backend that cannot compute is caught at start-up rather than by a client.
 #ifndef NORMD_SERVER_WARM_UP_H_
 #define NORMD_SERVER_WARM_UP_H_
 

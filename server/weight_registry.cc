@@ -12,7 +12,8 @@ namespace normd {
 
 std::string WeightRegistry::ContentId(DType dtype, int64_t hidden, absl::string_view bytes) {
   // SHA-256 over a small header and the bytes; 128 bits of it are plenty to make collisions moot.
-  const std::string header = absl::StrCat("normd.weight.v1:", static_cast<int>(dtype), ":", hidden, ":");
+  const std::string header =
+      absl::StrCat("normd.weight.v1:", static_cast<int>(dtype), ":", hidden, ":");
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int digest_len = 0;
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
@@ -21,19 +22,21 @@ std::string WeightRegistry::ContentId(DType dtype, int64_t hidden, absl::string_
   EVP_DigestUpdate(ctx, bytes.data(), bytes.size());
   EVP_DigestFinal_ex(ctx, digest, &digest_len);
   EVP_MD_CTX_free(ctx);
-  const std::string hex = absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), 16));
+  const std::string hex =
+      absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), 16));
   return absl::StrCat("w-", DTypeName(dtype), "-", hidden, "-", hex);
 }
 
-absl::StatusOr<std::string> WeightRegistry::Register(DType dtype, int64_t hidden, std::string bytes) {
+absl::StatusOr<std::string> WeightRegistry::Register(DType dtype, int64_t hidden,
+                                                     std::string bytes) {
   const auto size = static_cast<int64_t>(bytes.size());
   if (size > max_bytes_) {
-    return absl::ResourceExhaustedError(absl::StrCat("weight: ", size, " bytes exceed --max-weight-bytes = ",
-                                                     max_bytes_));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("weight: ", size, " bytes exceed --max-weight-bytes = ", max_bytes_));
   }
   std::string id = ContentId(dtype, hidden, bytes);
-  auto weight = std::make_shared<RegisteredWeight>(RegisteredWeight{id, dtype, hidden, std::move(bytes)});
+  auto weight =
+      std::make_shared<RegisteredWeight>(RegisteredWeight{id, dtype, hidden, std::move(bytes)});
   normd::MutexLock lock(&mu_);
   if (auto it = by_id_.find(id); it != by_id_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);

@@ -1,12 +1,12 @@
 // Registered weights: content-addressed, bounded in bytes, least-recently-used eviction.
 //
-// A client registers a weight once and then names it by id in every Normalize, so the weight's bytes
-// cross the network once. The id is a digest of the dtype, hidden size and bytes: the same weight always
-// gets the same id, on any normd, across restarts, so a client can re-register after an eviction and
-// keep using the id it has.
+// A client registers a weight once and then names it by id in every Normalize, so the weight's
+// bytes cross the network once. The id is a digest of the dtype, hidden size and bytes: the same
+// weight always gets the same id, on any normd, across restarts, so a client can re-register after
+// an eviction and keep using the id it has.
 //
-// Thread-safe. Lookups hand out shared_ptr: a request that found a weight keeps it alive even if the
-// registry evicts it before the request's launch runs.
+// Thread-safe. Lookups hand out shared_ptr: a request that found a weight keeps it alive even if
+// the registry evicts it before the request's launch runs.
 #ifndef NORMD_SERVER_WEIGHT_REGISTRY_H_
 #define NORMD_SERVER_WEIGHT_REGISTRY_H_
 
@@ -14,11 +14,11 @@
 #include <list>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "base/mutex.h"
 #include "kernels/dtype.h"
 

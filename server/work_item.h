@@ -1,10 +1,10 @@
 // One accepted Normalize request on its way through the scheduler, a worker's queue and a launch.
 //
-// Ownership: the service creates a WorkItem when it accepts a request and hands it to the scheduler;
-// from then on exactly one party owns it: the worker queue, then the launch that runs it. Whoever ends
-// its life calls Complete() exactly once, which answers the client (the service's callback), and then
-// the item is destroyed. The request's bytes (which `request` points into) and the output buffers belong
-// to the service's call state and stay valid until Complete() returns.
+// Ownership: the service creates a WorkItem when it accepts a request and hands it to the
+// scheduler; from then on exactly one party owns it: the worker queue, then the launch that runs
+// it. Whoever ends its life calls Complete() exactly once, which answers the client (the service's
+// callback), and then the item is destroyed. The request's bytes (which `request` points into) and
+// the output buffers belong to the service's call state and stay valid until Complete() returns.
 #ifndef NORMD_SERVER_WORK_ITEM_H_
 #define NORMD_SERVER_WORK_ITEM_H_
 
@@ -35,12 +35,14 @@ struct WorkItem {
   // the per-request metrics (payload bytes, queue wait).
   bool is_warm_up = false;
   // The submitting thread may compute this item itself when the worker is idle (see
-  // BatchExecutor::runs_on_caller_thread). Only where answering the item from inside the submit call
-  // is safe: the unary handler, which holds no lock of its own there (a stream's reactor does).
+  // BatchExecutor::runs_on_caller_thread). Only where answering the item from inside the submit
+  // call is safe: the unary handler, which holds no lock of its own there (a stream's reactor
+  // does).
   bool may_run_on_caller_thread = false;
-  // When true, the scheduler keeps this item's bytes charged against --max-queue-bytes after on_done,
-  // until the submitter calls Scheduler::ReleaseHeldBytes: the unary handler does, once gRPC has sent
-  // the response (a client that reads slowly keeps its responses in normd's memory till then).
+  // When true, the scheduler keeps this item's bytes charged against --max-queue-bytes after
+  // on_done, until the submitter calls Scheduler::ReleaseHeldBytes: the unary handler does, once
+  // gRPC has sent the response (a client that reads slowly keeps its responses in normd's memory
+  // till then).
   bool hold_bytes_until_released = false;
   // True once the client has gone away; checked before any compute is spent on the item.
   std::function<bool()> is_cancelled;
@@ -49,7 +51,9 @@ struct WorkItem {
 
   int64_t rows() const { return request.rows; }
   int64_t bytes() const { return request.payload_bytes(); }
-  void Complete(const absl::Status& status, const LaunchReport& report = {}) { on_done(status, report); }
+  void Complete(const absl::Status& status, const LaunchReport& report = {}) {
+    on_done(status, report);
+  }
 };
 
 }  // namespace normd

@@ -75,8 +75,10 @@ bool Worker::TryClaimForCaller(const WorkItem& item) {
   if (busy_polling && item.bytes() <= kBusyPollHandOffMaxBytes) return false;
   normd::MutexLock lock(&mu_);
   // A polling thread is as idle as a sleeping one: it launches nothing until it takes the lock.
-  if (!(thread_idle_ || polling_) || caller_running_ || !queue_.empty() || stopping_ || exited_) return false;
-  // Other clients are taking turns with this one: let the worker thread gather them into one launch.
+  if (!(thread_idle_ || polling_) || caller_running_ || !queue_.empty() || stopping_ || exited_)
+    return false;
+  // Other clients are taking turns with this one: let the worker thread gather them into one
+  // launch.
   if (WaitsForCompany(limits_, company_.Expected(limits_))) return false;
   caller_running_ = true;
   return true;
@@ -89,7 +91,8 @@ void Worker::RunOnCallerThread(std::unique_ptr<WorkItem> item) {
   InFlight run{TakeLaunch(one, limits_), absl::Now(), {}};
   absl::Status status = executor_->Start(run.launch, run.stages);
   // A two-phase executor (CUDA) is finished right here: nothing else is in flight on it.
-  if (status.ok() && executor_->max_in_flight() > 1) status = executor_->Finish(run.launch, run.stages);
+  if (status.ok() && executor_->max_in_flight() > 1)
+    status = executor_->Finish(run.launch, run.stages);
   CompleteLaunch(run, status);
   // Releasing the executor wakes the worker thread if requests queued up meanwhile.
   normd::MutexLock lock(&mu_);
@@ -144,8 +147,8 @@ void Worker::Loop() {
     {
       normd::MutexLock lock(&mu_);
       if (in_flight.empty()) {
-        // Idle: wait for work, and for a submitting thread to hand the executor back (on stopping too,
-        // so that the executor is not destroyed under it).
+        // Idle: wait for work, and for a submitting thread to hand the executor back (on stopping
+        // too, so that the executor is not destroyed under it).
         thread_idle_ = true;
         mu_.Await(absl::Condition(
             +[](Worker* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->mu_) {
@@ -159,9 +162,11 @@ void Worker::Loop() {
         }
       }
       // A second launch overlaps the one in flight only when it is large enough for that to pay
-      // (BatchLimits::overlap_min_bytes); otherwise the requests wait for the next free turn together.
-      const bool may_start = in_flight.empty() || (in_flight.size() < max_in_flight &&
-                                                    QueueHoldsBytes(queue_, limits_.overlap_min_bytes));
+      // (BatchLimits::overlap_min_bytes); otherwise the requests wait for the next free turn
+      // together.
+      const bool may_start =
+          in_flight.empty() ||
+          (in_flight.size() < max_in_flight && QueueHoldsBytes(queue_, limits_.overlap_min_bytes));
       if (!queue_.empty() && may_start) {
         const absl::Time now = absl::Now();
         RemoveDeadRequests(queue_, now, dropped);
@@ -182,14 +187,17 @@ void Worker::Loop() {
         }
       }
       if (metrics_ != nullptr) {
-        metrics_->queue_depth().Decrement(static_cast<double>(dropped.size() + launch.items.size()));
+        metrics_->queue_depth().Decrement(
+            static_cast<double>(dropped.size() + launch.items.size()));
       }
-      // Submit and Stop bump queue_events_ under this lock, so it is in step with the queue seen here.
+      // Submit and Stop bump queue_events_ under this lock, so it is in step with the queue seen
+      // here.
       poll_from = queue_.empty() && !stopping_ ? queue_events_.load(std::memory_order_relaxed) : -1;
     }
     // Answer outside the lock: a completion callback may take the gRPC library's own locks.
     for (auto& [item, status] : dropped) {
-      Log(LogLevel::kDebug, "worker ", executor_->name(), ": dropped a request before compute: ", status.ToString());
+      Log(LogLevel::kDebug, "worker ", executor_->name(),
+          ": dropped a request before compute: ", status.ToString());
       load_rows_.fetch_sub(item->rows(), std::memory_order_relaxed);
       item->Complete(status);
     }
@@ -218,17 +226,18 @@ void Worker::CompleteLaunch(InFlight& done, const absl::Status& status) {
   Launch& launch = done.launch;
   const absl::Time end = absl::Now();
   if (!status.ok()) {
-    Log(LogLevel::kError, "worker ", executor_->name(), ": launch of ", launch.items.size(), " requests (",
-        launch.rows, " x ", launch.hidden, ") failed: ", status.ToString());
+    Log(LogLevel::kError, "worker ", executor_->name(), ": launch of ", launch.items.size(),
+        " requests (", launch.rows, " x ", launch.hidden, ") failed: ", status.ToString());
   }
   if (metrics_ != nullptr && status.ok()) {
     // Bytes the computation moved: payload in and out plus one read of each request's weight.
     int64_t kernel_bytes = 2 * launch.bytes;
     for (const auto& item : launch.items) {
-      kernel_bytes += item->request.hidden * static_cast<int64_t>(ItemSize(item->request.weight_dtype));
+      kernel_bytes +=
+          item->request.hidden * static_cast<int64_t>(ItemSize(item->request.weight_dtype));
     }
-    metrics_->Launch(executor_->device(), launch.rows, static_cast<int64_t>(launch.items.size()), done.stages,
-                     kernel_bytes);
+    metrics_->Launch(executor_->device(), launch.rows, static_cast<int64_t>(launch.items.size()),
+                     done.stages, kernel_bytes);
   }
   LaunchReport report;
   report.compute = end - done.started;

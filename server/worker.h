@@ -42,9 +42,10 @@
 namespace normd {
 
 // With busy polling, requests of at most this many payload bytes are handed to the polling thread;
-// larger ones may take the shortcut. Measured on the H200 at c=1: a 1 x 4096 bf16 request (8 KiB) is
-// answered 20 µs sooner by the polling thread, a 64 x 4096 one (512 KiB) 40 µs later (its copies on a
-// thread whose cache does not hold it). Where between the two the balance tips was not measured.
+// larger ones may take the shortcut. Measured on the H200 at c=1: a 1 x 4096 bf16 request (8 KiB)
+// is answered 20 µs sooner by the polling thread, a 64 x 4096 one (512 KiB) 40 µs later (its copies
+// on a thread whose cache does not hold it). Where between the two the balance tips was not
+// measured.
 inline constexpr int64_t kBusyPollHandOffMaxBytes = int64_t{64} << 10;
 
 class Worker {
@@ -103,10 +104,11 @@ class Worker {
   normd::Mutex mu_;
   WorkQueue queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool exited_ ABSL_GUARDED_BY(mu_) = false;  // the thread has left its loop: no one will drain the queue
+  bool exited_ ABSL_GUARDED_BY(mu_) =
+      false;  // the thread has left its loop: no one will drain the queue
   bool thread_idle_ ABSL_GUARDED_BY(mu_) = false;  // the thread waits for work, nothing in flight
   bool caller_running_ ABSL_GUARDED_BY(mu_) = false;  // a submitting thread is using the executor
-  bool polling_ ABSL_GUARDED_BY(mu_) = false;  // the thread busy-polls, nothing in flight
+  bool polling_ ABSL_GUARDED_BY(mu_) = false;         // the thread busy-polls, nothing in flight
   // The sizes of the last launches: how many requests the next may wait for
   // (BatchLimits::company_wait).
   CompanyMemory company_ ABSL_GUARDED_BY(mu_);

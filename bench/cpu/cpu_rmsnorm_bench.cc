@@ -6,9 +6,9 @@
 // copying half the kernel's byte count so that the two move equal traffic. The ratio of their
 // bytes/s is the figure of merit (target: >= 70% at H = 4096, rows >= 4096, fp32 and bf16).
 //
-// The H = 4096, rows = 4096 tensors (32 MiB and up) are far larger than a core's share of the cache,
-// so both stream from DRAM; those are the configurations. Two small ones (rows 48 bf16, 24
-// fp32: under 1 MiB of traffic, resident in L2) show the kernel's compute ceiling instead.
+// The H = 4096, rows = 4096 tensors (32 MiB and up) are far larger than a core's share of the
+// cache, so both stream from DRAM; those are the configurations. Two small ones (rows 48
+// bf16, 24 fp32: under 1 MiB of traffic, resident in L2) show the kernel's compute ceiling instead.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// What the CUDA benchmark programs share: failing loudly on a CUDA error, the median of samples, and
-// reading a comma-separated list of numbers from the command line.
+// What the CUDA benchmark programs share: failing loudly on a CUDA error, the median of samples,
+// and reading a comma-separated list of numbers from the command line.
 #ifndef NORMD_BENCH_CUDA_BENCH_UTIL_H_
 #define NORMD_BENCH_CUDA_BENCH_UTIL_H_
 
@@ -36,7 +36,8 @@ inline std::vector<double> ParseNumberList(const std::string& s) {
   size_t at = 0;
   while (at <= s.size()) {
     const size_t comma = s.find(',', at);
-    const std::string item = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    const std::string item =
+        s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
     if (!item.empty()) v.push_back(std::atof(item.c_str()));
     if (comma == std::string::npos) break;
     at = comma + 1;

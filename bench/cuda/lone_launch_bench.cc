@@ -1,20 +1,20 @@
 // normd_lone_launch_bench: what one small request costs on the device when it is the only one, the
 // floor under normd's CUDA path at concurrency 1 (issue 8).
 //
-// normd's own account of a lone 1 x 4096 bf16 request on the H200 (/metrics) has a "kernel" stage of
-// 17-24 µs between the CUDA events around the launch, at a 1,980 MHz SM clock, where the same kernel
-// replayed from a CUDA graph takes 1.4 µs. This program times the same sequence outside normd, one
-// launch at a time on one thread, so the two can be told apart: what the device and the driver
-// cost, and what normd adds around them.
+// normd's own account of a lone 1 x 4096 bf16 request on the H200 (/metrics) has a "kernel" stage
+// of 17-24 µs between the CUDA events around the launch, at a 1,980 MHz SM clock, where the same
+// kernel replayed from a CUDA graph takes 1.4 µs. This program times the same sequence outside
+// normd, one launch at a time on one thread, so the two can be told apart: what the device and the
+// driver cost, and what normd adds around them.
 //
 // Each case runs kIterations times after warm-up, optionally with an idle gap between launches
-// (normd at concurrency 1 sees about 250 µs between requests: the gRPC round trip), spent one of three
-// ways: spinning (the core stays busy and its caches keep the driver's code and data), sleeping (the
-// core may idle, as a server thread waiting in epoll does), or sleeping and then touching 8 MiB of
-// other memory (as gRPC's parsing of the next request does to the caches). Printed are the medians of
-// the host's wall time from the first enqueue to the end of the wait and of the time between the
-// events around the kernel (which includes any host delay between the two records: the device
-// timestamps the first record as soon as it arrives when it is idle).
+// (normd at concurrency 1 sees about 250 µs between requests: the gRPC round trip), spent one of
+// three ways: spinning (the core stays busy and its caches keep the driver's code and data),
+// sleeping (the core may idle, as a server thread waiting in epoll does), or sleeping and then
+// touching 8 MiB of other memory (as gRPC's parsing of the next request does to the caches).
+// Printed are the medians of the host's wall time from the first enqueue to the end of the wait and
+// of the time between the events around the kernel (which includes any host delay between the two
+// records: the device timestamps the first record as soon as it arrives when it is idle).
 //   device     input and output in device memory: record, kernel, record, wait
 //   zero_copy  input and output in mapped pinned host memory (normd's path for small launches)
 //   copies     pinned host -> device copy, kernel, device -> host copy, events between each
@@ -75,7 +75,8 @@ void IdleFor(double us, GapMode mode) {
   std::this_thread::sleep_until(until);
   if (mode == GapMode::kSleepAndEvict) {
     std::vector<unsigned char>& memory = OtherMemory();
-    for (size_t i = 0; i < memory.size(); i += 64) memory[i] = static_cast<unsigned char>(memory[i] + 1);
+    for (size_t i = 0; i < memory.size(); i += 64)
+      memory[i] = static_cast<unsigned char>(memory[i] + 1);
   }
 }
 
@@ -109,12 +110,13 @@ struct CaseResult {
   std::vector<double> wall_us, kernel_us, h2d_us, d2h_us;
 };
 
-CaseResult RunCase(const std::string& name, const Buffers& b, int64_t rows, int64_t hidden, double gap_us,
-                   GapMode mode, cudaStream_t stream, cudaEvent_t ev[4]) {
+CaseResult RunCase(const std::string& name, const Buffers& b, int64_t rows, int64_t hidden,
+                   double gap_us, GapMode mode, cudaStream_t stream, cudaEvent_t ev[4]) {
   CaseResult r;
   const bool device = name == "device" || name == "bare";
-  const normd::RmsNormSegment seg = name == "zero_copy" ? Segment(b, rows, b.mapped_in, b.mapped_out)
-                                                          : Segment(b, rows, b.dev_in, b.dev_out);
+  const normd::RmsNormSegment seg = name == "zero_copy"
+                                        ? Segment(b, rows, b.mapped_in, b.mapped_out)
+                                        : Segment(b, rows, b.dev_in, b.dev_out);
   for (int i = 0; i < kWarmup + kIterations; ++i) {
     IdleFor(gap_us, mode);
     const auto t0 = Clock::now();
@@ -190,27 +192,31 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMalloc(&b.dev_in, b.bytes));
   CHECK_CUDA(cudaMalloc(&b.dev_out, b.bytes));
   CHECK_CUDA(cudaMalloc(&b.dev_weight, static_cast<size_t>(hidden) * 2));
-  std::vector<uint16_t> ones(static_cast<size_t>(std::max(rows * hidden, hidden)), 0x3F80);  // bf16 1.0
+  std::vector<uint16_t> ones(static_cast<size_t>(std::max(rows * hidden, hidden)),
+                             0x3F80);  // bf16 1.0
   std::memcpy(b.host_in, ones.data(), b.bytes);
   CHECK_CUDA(cudaMemcpy(b.dev_in, ones.data(), b.bytes, cudaMemcpyHostToDevice));
-  CHECK_CUDA(cudaMemcpy(b.dev_weight, ones.data(), static_cast<size_t>(hidden) * 2, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(b.dev_weight, ones.data(), static_cast<size_t>(hidden) * 2,
+                        cudaMemcpyHostToDevice));
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t ev[4];
   for (cudaEvent_t& e : ev) CHECK_CUDA(cudaEventCreate(&e));
 
-  std::printf("# %lld x %lld bf16 plain, one launch at a time, %d launches per case after %d of warm-up\n",
-              static_cast<long long>(rows), static_cast<long long>(hidden), kIterations, kWarmup);
-  std::printf("%-10s %7s %-11s %9s %9s %9s %11s %8s %8s\n", "case", "gap_us", "gap", "wall_p50", "wall_p10",
-              "wall_p90", "kernel_p50", "h2d_p50", "d2h_p50");
+  std::printf(
+      "# %lld x %lld bf16 plain, one launch at a time, %d launches per case after %d of warm-up\n",
+      static_cast<long long>(rows), static_cast<long long>(hidden), kIterations, kWarmup);
+  std::printf("%-10s %7s %-11s %9s %9s %9s %11s %8s %8s\n", "case", "gap_us", "gap", "wall_p50",
+              "wall_p10", "wall_p90", "kernel_p50", "h2d_p50", "d2h_p50");
   for (const double gap : gaps) {
     for (const GapMode mode : {GapMode::kSpin, GapMode::kSleep, GapMode::kSleepAndEvict}) {
       if (gap == 0 && mode != GapMode::kSpin) continue;
       for (const std::string name : {"bare", "device", "zero_copy", "copies"}) {
         const CaseResult r = RunCase(name, b, rows, hidden, gap, mode, stream, ev);
-        std::printf("%-10s %7.0f %-11s %9.2f %9.2f %9.2f %11.2f %8.2f %8.2f\n", name.c_str(), gap, GapName(mode),
-                    Median(r.wall_us), Percentile(r.wall_us, 0.1), Percentile(r.wall_us, 0.9), Median(r.kernel_us),
-                    Median(r.h2d_us), Median(r.d2h_us));
+        std::printf("%-10s %7.0f %-11s %9.2f %9.2f %9.2f %11.2f %8.2f %8.2f\n", name.c_str(), gap,
+                    GapName(mode), Median(r.wall_us), Percentile(r.wall_us, 0.1),
+                    Percentile(r.wall_us, 0.9), Median(r.kernel_us), Median(r.h2d_us),
+                    Median(r.d2h_us));
         std::fflush(stdout);
       }
     }
@@ -218,9 +224,11 @@ int main(int argc, char** argv) {
   // The output must be what RMSNorm of all-ones rows with unit weights gives: ones.
   std::vector<uint16_t> out(static_cast<size_t>(rows * hidden));
   CHECK_CUDA(cudaMemcpy(out.data(), b.dev_out, b.bytes, cudaMemcpyDeviceToHost));
-  const bool device_ok = std::all_of(out.begin(), out.end(), [](uint16_t v) { return v == 0x3F80; });
+  const bool device_ok =
+      std::all_of(out.begin(), out.end(), [](uint16_t v) { return v == 0x3F80; });
   std::memcpy(out.data(), b.host_out, b.bytes);
   const bool host_ok = std::all_of(out.begin(), out.end(), [](uint16_t v) { return v == 0x3F80; });
-  std::printf("# outputs checked (all ones): device %s, host %s\n", device_ok ? "ok" : "WRONG", host_ok ? "ok" : "WRONG");
+  std::printf("# outputs checked (all ones): device %s, host %s\n", device_ok ? "ok" : "WRONG",
+              host_ok ? "ok" : "WRONG");
   return device_ok && host_ok ? 0 : 1;
 }

@@ -1,5 +1,5 @@
-// normd_staging_bench: how the way normd packs a request into pinned staging memory changes what the
-// GPU then pays to read it (issue 8).
+// normd_staging_bench: how the way normd packs a request into pinned staging memory changes what
+// the GPU then pays to read it (issue 8).
 //
 // normd copies each request's bytes from the parsed protobuf into a pinned staging buffer and then
 // either uploads the buffer (cudaMemcpyAsync) or lets the kernel read it through its device mapping
@@ -8,13 +8,14 @@
 // 25 µs in normd_lone_launch_bench, whose buffer had not just been written. This program times the
 // same sequence one step at a time with three ways of packing:
 //   memcpy     ordinary stores into ordinary (cached) pinned memory: what normd did
-//   streaming  streaming stores (base/streaming_copy.h, at every size) into the same memory: the bytes go to DRAM and
+//   streaming  streaming stores (base/streaming_copy.h, at every size) into the same memory: the
+//   bytes go to DRAM and
 //              leave the CPU's caches
 //   wc_memcpy  memcpy into pinned memory allocated write-combined (cudaHostAllocWriteCombined)
-// and, for each, either an upload followed by a kernel on device memory, or a zero-copy kernel. Before
-// every iteration the source (pageable, like a protobuf string) is rewritten, as parsing the request
-// would leave it: in the caches. Printed: medians of the pack (CPU), of the upload or zero-copy kernel
-// (between CUDA events), and of the whole sequence on the host's clock.
+// and, for each, either an upload followed by a kernel on device memory, or a zero-copy kernel.
+// Before every iteration the source (pageable, like a protobuf string) is rewritten, as parsing the
+// request would leave it: in the caches. Printed: medians of the pack (CPU), of the upload or
+// zero-copy kernel (between CUDA events), and of the whole sequence on the host's clock.
 //
 //   normd_staging_bench [--sizes-kib 8,64,128,512,4096] [--hidden 4096]
 #include <cuda_runtime_api.h>
@@ -65,9 +66,9 @@ Pinned AllocPinned(size_t bytes, unsigned flags) {
   return p;
 }
 
-// What iteration `i` packs: the parse that precedes a pack leaves the request's bytes freshly written,
-// in the caches. bf16 values of about 1 (0x3F3F), one low byte changed per iteration so that every
-// iteration's bytes differ.
+// What iteration `i` packs: the parse that precedes a pack leaves the request's bytes freshly
+// written, in the caches. bf16 values of about 1 (0x3F3F), one low byte changed per iteration so
+// that every iteration's bytes differ.
 void WriteSource(std::vector<unsigned char>& source, int i) {
   std::memset(source.data(), 0x3F, source.size());
   source[static_cast<size_t>(i) % source.size() & ~size_t{1}] = static_cast<unsigned char>(i);
@@ -77,11 +78,12 @@ struct Result {
   double pack = 0, device = 0, wall = 0;
 };
 
-// One pack mode, one device path ("upload": copy up then kernel on device memory; "zero_copy": kernel
-// on the mapped staging buffer), kIterations times.
-Result RunCase(const std::string& mode, const std::string& path, const Pinned& cached, const Pinned& write_combined,
-               std::vector<unsigned char>& source, void* dev_in, void* dev_out, const void* dev_weight,
-               int64_t hidden, cudaStream_t stream, cudaEvent_t ev[3]) {
+// One pack mode, one device path ("upload": copy up then kernel on device memory; "zero_copy":
+// kernel on the mapped staging buffer), kIterations times.
+Result RunCase(const std::string& mode, const std::string& path, const Pinned& cached,
+               const Pinned& write_combined, std::vector<unsigned char>& source, void* dev_in,
+               void* dev_out, const void* dev_weight, int64_t hidden, cudaStream_t stream,
+               cudaEvent_t ev[3]) {
   const Pinned& staging = mode == "wc_memcpy" ? write_combined : cached;
   const size_t bytes = source.size();
   normd::RmsNormSegment seg;
@@ -158,36 +160,39 @@ int main(int argc, char** argv) {
   cudaEvent_t ev[3];
   for (cudaEvent_t& e : ev) CHECK_CUDA(cudaEventCreate(&e));
 
-  std::printf("# bf16 rows of %lld, medians of %d iterations after %d of warm-up (normd streams copies from %zu bytes)\n",
-              static_cast<long long>(hidden), kIterations, kWarmup, normd::kStreamingCopyMinBytes);
-  std::printf("%8s %-10s %-10s %9s %10s %9s %9s\n", "kib", "pack", "path", "pack_us", "device_us", "wall_us",
-              "dev_GB/s");
+  std::printf(
+      "# bf16 rows of %lld, medians of %d iterations after %d of warm-up (normd streams copies "
+      "from %zu bytes)\n",
+      static_cast<long long>(hidden), kIterations, kWarmup, normd::kStreamingCopyMinBytes);
+  std::printf("%8s %-10s %-10s %9s %10s %9s %9s\n", "kib", "pack", "path", "pack_us", "device_us",
+              "wall_us", "dev_GB/s");
   for (const int64_t kib : sizes_kib) {
     std::vector<unsigned char> source(static_cast<size_t>(kib << 10));
     if (source.size() % static_cast<size_t>(hidden * 2) != 0) {
-      std::fprintf(stderr, "%lld KiB is not a whole number of rows of %lld bf16\n", static_cast<long long>(kib),
-                   static_cast<long long>(hidden));
+      std::fprintf(stderr, "%lld KiB is not a whole number of rows of %lld bf16\n",
+                   static_cast<long long>(kib), static_cast<long long>(hidden));
       return 2;
     }
     for (const std::string path : {"upload", "zero_copy"}) {
       for (const std::string mode : {"memcpy", "streaming", "wc_memcpy"}) {
-        const Result r = RunCase(mode, path, cached, write_combined, source, dev_in, dev_out, dev_weight, hidden,
-                                 stream, ev);
-        std::printf("%8lld %-10s %-10s %9.2f %10.2f %9.2f %9.1f\n", static_cast<long long>(kib), mode.c_str(),
-                    path.c_str(), r.pack, r.device, r.wall,
+        const Result r = RunCase(mode, path, cached, write_combined, source, dev_in, dev_out,
+                                 dev_weight, hidden, stream, ev);
+        std::printf("%8lld %-10s %-10s %9.2f %10.2f %9.2f %9.1f\n", static_cast<long long>(kib),
+                    mode.c_str(), path.c_str(), r.pack, r.device, r.wall,
                     static_cast<double>(source.size()) / (r.device * 1e3));
         std::fflush(stdout);
       }
     }
   }
-  // The last case's first row against RMSNorm of its source computed here (unit weights): a pack that
-  // lost or misplaced bytes shows. bf16 rounding is within 1%.
+  // The last case's first row against RMSNorm of its source computed here (unit weights): a pack
+  // that lost or misplaced bytes shows. bf16 rounding is within 1%.
   std::vector<uint16_t> out(static_cast<size_t>(hidden));
   CHECK_CUDA(cudaMemcpy(out.data(), dev_out, out.size() * 2, cudaMemcpyDeviceToHost));
   std::vector<unsigned char> last(static_cast<size_t>(sizes_kib.back() << 10));
   WriteSource(last, kWarmup + kIterations - 1);
   auto bf16 = [&](int64_t j) {
-    return static_cast<double>(normd::BFloat16ToFloat(static_cast<uint16_t>(last[2 * j] | (last[2 * j + 1] << 8))));
+    return static_cast<double>(
+        normd::BFloat16ToFloat(static_cast<uint16_t>(last[2 * j] | (last[2 * j + 1] << 8))));
   };
   double sum_sq = 0;
   for (int64_t j = 0; j < hidden; ++j) sum_sq += bf16(j) * bf16(j);

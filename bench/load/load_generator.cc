@@ -67,7 +67,9 @@ void LoadGenerator::Issue(absl::Time scheduled) {
     normd::MutexLock lock(&mu_);
     ++in_flight_;
   }
-  auto done = [this, scheduled](absl::StatusOr<NormalizeResult> result) { OnDone(scheduled, result); };
+  auto done = [this, scheduled](absl::StatusOr<NormalizeResult> result) {
+    OnDone(scheduled, result);
+  };
   if (session_) {
     session_->Send(request_, std::move(done));
   } else {
@@ -83,7 +85,8 @@ void LoadGenerator::OnDone(absl::Time scheduled, const absl::StatusOr<NormalizeR
   {
     normd::MutexLock lock(&mu_);
     if (result.ok()) {
-      stats_.latencies_us.push_back(static_cast<uint32_t>(absl::ToInt64Microseconds(now - scheduled)));
+      stats_.latencies_us.push_back(
+          static_cast<uint32_t>(absl::ToInt64Microseconds(now - scheduled)));
       stats_.batch_requests_sum += result->timing.batch_requests();
     } else {
       ++stats_.errors[result.status().code()];

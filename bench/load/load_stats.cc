@@ -80,7 +80,8 @@ PairedRatios PairWindowRatios(const std::vector<WindowStats>& target,
 
 std::string ErrorsByCode(const WindowStats& stats) {
   std::vector<std::string> parts;
-  for (const auto& [code, count] : stats.errors) parts.push_back(absl::StrCat(absl::StatusCodeToString(code), "=", count));
+  for (const auto& [code, count] : stats.errors)
+    parts.push_back(absl::StrCat(absl::StatusCodeToString(code), "=", count));
   return absl::StrJoin(parts, " ");
 }
 

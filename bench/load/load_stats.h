@@ -29,7 +29,8 @@ struct WindowStats {
   void Merge(const WindowStats& other);
 };
 
-// True when the last three windows' throughputs are each within `tolerance` (0.1 = 10%) of their mean.
+// True when the last three windows' throughputs are each within `tolerance` (0.1 = 10%) of their
+// mean.
 bool LastThreeAgree(const std::vector<WindowStats>& windows, double tolerance);
 
 // Target over baseline throughput, window pair by window pair. normbench measures the two servers

@@ -44,10 +44,12 @@ ABSL_FLAG(
     int, connections, 1,
     "connections to each server; unary calls take turns over them (one HTTP/2 connection carries "
     "its calls through one transport: several stand for several client processes)");
-ABSL_FLAG(bool, stream, false, "pipeline the requests over one NormalizeStream instead of unary calls");
-ABSL_FLAG(std::string, request_rate, "",
-          "open loop instead: requests per second, a list (the concurrency column then holds the mean "
-          "number in flight)");
+ABSL_FLAG(bool, stream, false,
+          "pipeline the requests over one NormalizeStream instead of unary calls");
+ABSL_FLAG(
+    std::string, request_rate, "",
+    "open loop instead: requests per second, a list (the concurrency column then holds the mean "
+    "number in flight)");
 ABSL_FLAG(std::string, arrivals, "poisson", "open loop: poisson or constant");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(5),
           "most measuring time per server and point, in whole windows (rounded up)");
@@ -55,9 +57,10 @@ ABSL_FLAG(absl::Duration, window, absl::Seconds(1), "measurement window");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "load before the first window of each point");
 ABSL_FLAG(double, stability, 0.10, "windows agree when each is within this fraction of their mean");
 ABSL_FLAG(std::string, csv, "", "write one CSV row per (server, point) here");
-ABSL_FLAG(int, summary_windows, 3,
-          "a point's row merges this many of its last windows (0 = all of them: with --stability=0 and "
-          "--duration a multiple of --window, the whole duration)");
+ABSL_FLAG(
+    int, summary_windows, 3,
+    "a point's row merges this many of its last windows (0 = all of them: with --stability=0 and "
+    "--duration a multiple of --window, the whole duration)");
 ABSL_FLAG(std::string, window_csv, "",
           "also write one CSV row per measured window here (when in a point a latency spike came)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the tensor values and the Poisson arrivals");
@@ -66,14 +69,16 @@ namespace normd::bench {
 namespace {
 
 constexpr char kCsvHeader[] =
-    "server,concurrency,rows,hidden,dtype,requests,errors,throughput_rps,rows_per_s,payload_gbps,p50_us,p90_us,"
+    "server,concurrency,rows,hidden,dtype,requests,errors,throughput_rps,rows_per_s,payload_gbps,"
+    "p50_us,p90_us,"
     "p95_us,p99_us,mean_batch_requests";
 // --window-csv: the point's label (concurrency or request rate), the window's number in the point
 // (0 = first), and the seconds measured in the point up to the window's end.
-constexpr char kWindowCsvHeader[] = "server,point,window,end_s,requests,errors,throughput_rps,p50_us,p99_us";
+constexpr char kWindowCsvHeader[] =
+    "server,point,window,end_s,requests,errors,throughput_rps,p50_us,p99_us";
 
 struct Server {
-  std::string role;  // "target" or "baseline"
+  std::string role;                              // "target" or "baseline"
   std::vector<std::unique_ptr<Client>> clients;  // one per connection
   std::unique_ptr<LoadGenerator> generator;
   std::vector<WindowStats> windows;
@@ -90,7 +95,8 @@ absl::StatusOr<std::vector<double>> ParseList(const std::string& text, const cha
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     double v;
     if (!absl::SimpleAtod(part, &v) || v <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", part, "' is not a positive number"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": '", part, "' is not a positive number"));
     }
     values.push_back(v);
   }
@@ -99,11 +105,13 @@ absl::StatusOr<std::vector<double>> ParseList(const std::string& text, const cha
 }
 
 // The one request every call sends: random N(0,1) activations of the asked shape and dtype.
-absl::StatusOr<std::shared_ptr<const PreparedRequest>> MakeRequest(Client& client, DType dtype, uint64_t seed) {
+absl::StatusOr<std::shared_ptr<const PreparedRequest>> MakeRequest(Client& client, DType dtype,
+                                                                   uint64_t seed) {
   const int64_t rows = absl::GetFlag(FLAGS_rows), hidden = absl::GetFlag(FLAGS_hidden);
   std::mt19937 rng(static_cast<uint32_t>(seed));
   std::normal_distribution<float> normal;
-  std::vector<float> x(static_cast<size_t>(rows * hidden)), r(x.size()), w(static_cast<size_t>(hidden));
+  std::vector<float> x(static_cast<size_t>(rows * hidden)), r(x.size()),
+      w(static_cast<size_t>(hidden));
   for (float& v : x) v = normal(rng);
   for (float& v : r) v = normal(rng);
   for (float& v : w) v = 1.0f + 0.1f * normal(rng);
@@ -123,8 +131,8 @@ absl::StatusOr<std::shared_ptr<const PreparedRequest>> MakeRequest(Client& clien
   return std::make_shared<const PreparedRequest>(*std::move(prepared));
 }
 
-// Opens `path` for writing with `header` as its first line; an empty path means no file (true, `out`
-// left closed). False, with a message, when it cannot be written.
+// Opens `path` for writing with `header` as its first line; an empty path means no file (true,
+// `out` left closed). False, with a message, when it cannot be written.
 bool OpenCsv(const std::string& path, const char* header, std::ofstream& out) {
   if (path.empty()) return true;
   out.open(path, std::ios::trunc);
@@ -137,28 +145,30 @@ bool OpenCsv(const std::string& path, const char* header, std::ofstream& out) {
 }
 
 // Sleeps for `d`; on a terminal, keeps a one-line progress display up to date meanwhile.
-void SleepWithProgress(absl::Duration d, Server& server, const Point& point, const char* phase, bool tty) {
+void SleepWithProgress(absl::Duration d, Server& server, const Point& point, const char* phase,
+                       bool tty) {
   const absl::Time end = absl::Now() + d;
   const absl::Time start = absl::Now();
   while (absl::Now() < end) {
     absl::SleepFor(std::min(absl::Milliseconds(200), end - absl::Now()));
     if (!tty) continue;
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    std::printf("\r\033[K  %-8s %-14s %-7s window %zu  %10.0f req/s", server.role.c_str(), point.label.c_str(),
-                phase, server.windows.size() + 1,
+    std::printf("\r\033[K  %-8s %-14s %-7s window %zu  %10.0f req/s", server.role.c_str(),
+                point.label.c_str(), phase, server.windows.size() + 1,
                 seconds > 0 ? static_cast<double>(server.generator->PeekOk()) / seconds : 0.0);
     std::fflush(stdout);
   }
 }
 
-// Measures one server's next window at `point`. The first window of a point follows the warm-up. With a
-// baseline the generator stops while the other server is measured, so later windows follow a short
-// settle; alone (`alone`) it keeps running, and the windows are back-to-back slices of one run (the
-// caller stops it after the point).
+// Measures one server's next window at `point`. The first window of a point follows the warm-up.
+// With a baseline the generator stops while the other server is measured, so later windows follow a
+// short settle; alone (`alone`) it keeps running, and the windows are back-to-back slices of one
+// run (the caller stops it after the point).
 void MeasureWindow(Server& s, const Point& point, bool first, bool alone, bool tty) {
   if (first || !alone) {
     s.generator->Start(point.spec);
-    SleepWithProgress(first ? absl::GetFlag(FLAGS_warmup) : absl::Milliseconds(100), s, point, "warm-up", tty);
+    SleepWithProgress(first ? absl::GetFlag(FLAGS_warmup) : absl::Milliseconds(100), s, point,
+                      "warm-up", tty);
     s.generator->Collect();
   }
   SleepWithProgress(absl::GetFlag(FLAGS_window), s, point, "measure", tty);
@@ -188,7 +198,8 @@ Summary Summarize(const Server& s) {
 
 int Run(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "normbench: load generator for normd (closed-loop concurrency sweeps or open-loop request rates).");
+      "normbench: load generator for normd (closed-loop concurrency sweeps or open-loop request "
+      "rates).");
   const std::vector<std::string> rest = ParseCommandLineWithDashes(argc, argv);
   if (rest.size() > 1) {
     std::cerr << "normbench: unexpected argument '" << rest[1] << "' (see --help)\n";
@@ -235,8 +246,9 @@ int Run(int argc, char** argv) {
     return 2;
   }
   std::vector<Server> servers;
-  for (const auto& [role, address] : {std::pair<std::string, std::string>{"target", absl::GetFlag(FLAGS_target)},
-                                      {"baseline", absl::GetFlag(FLAGS_baseline)}}) {
+  for (const auto& [role, address] :
+       {std::pair<std::string, std::string>{"target", absl::GetFlag(FLAGS_target)},
+        {"baseline", absl::GetFlag(FLAGS_baseline)}}) {
     if (address.empty()) continue;
     ClientOptions options;
     options.target = address;
@@ -273,9 +285,9 @@ int Run(int argc, char** argv) {
   const bool tty = isatty(STDOUT_FILENO) != 0;
   const int64_t rows = absl::GetFlag(FLAGS_rows), hidden = absl::GetFlag(FLAGS_hidden);
   const std::string dtype_name = absl::GetFlag(FLAGS_dtype);
-  std::printf("%-8s %-14s %5s %6s %-5s %9s %6s %11s %11s %8s %8s %8s %8s %8s %6s %s\n", "server", "point", "rows",
-              "hidden", "dtype", "requests", "errors", "req/s", "rows/s", "GB/s", "p50_us", "p90_us", "p95_us",
-              "p99_us", "batch", "stable");
+  std::printf("%-8s %-14s %5s %6s %-5s %9s %6s %11s %11s %8s %8s %8s %8s %8s %6s %s\n", "server",
+              "point", "rows", "hidden", "dtype", "requests", "errors", "req/s", "rows/s", "GB/s",
+              "p50_us", "p90_us", "p95_us", "p99_us", "batch", "stable");
   // A point gets at most this many windows per server. Counted by the window rather than by the
   // time each took, so that a window that overran (a slow or busy machine sleeps late) does not
   // cost the point one of its windows: --duration=0.6s --window=0.2s always means up to three.
@@ -307,29 +319,36 @@ int Run(int argc, char** argv) {
         for (size_t i = 0; i < s.windows.size(); ++i) {
           WindowStats& w = s.windows[i];
           end += w.length;
-          window_csv << absl::StrFormat("%s,%s,%d,%.3f,%d,%d,%.1f,%.0f,%.0f\n", s.role, point.label, i,
-                                        absl::ToDoubleSeconds(end), w.ok(), w.error_count(), w.throughput_rps(),
-                                        w.Percentile(0.50), w.Percentile(0.99));
+          window_csv << absl::StrFormat("%s,%s,%d,%.3f,%d,%d,%.1f,%.0f,%.0f\n", s.role, point.label,
+                                        i, absl::ToDoubleSeconds(end), w.ok(), w.error_count(),
+                                        w.throughput_rps(), w.Percentile(0.50), w.Percentile(0.99));
         }
       }
       Summary sum = Summarize(s);
       const double rows_per_s = sum.rps * static_cast<double>(rows);
       // Tensor bytes both ways: input (+ residual) in, output (+ residual_out) out.
-      const double tensor_bytes = static_cast<double>(rows * hidden) * static_cast<double>(ItemSize(*dtype)) *
+      const double tensor_bytes = static_cast<double>(rows * hidden) *
+                                  static_cast<double>(ItemSize(*dtype)) *
                                   (absl::GetFlag(FLAGS_residual) ? 2.0 : 1.0);
       const double gbps = sum.rps * 2.0 * tensor_bytes / 1e9;
-      const double concurrency = point.spec.request_rate > 0 ? sum.rps * sum.merged.mean_latency_us() / 1e6
-                                                             : point.spec.concurrency;
-      std::printf("%-8s %-14s %5lld %6lld %-5s %9lld %6lld %11.1f %11.1f %8.3f %8.0f %8.0f %8.0f %8.0f %6.2f %s\n",
-                  s.role.c_str(), point.label.c_str(), static_cast<long long>(rows), static_cast<long long>(hidden),
-                  dtype_name.c_str(), static_cast<long long>(sum.merged.ok()),
-                  static_cast<long long>(sum.merged.error_count()), sum.rps, rows_per_s, gbps, sum.p50, sum.p90,
-                  sum.p95, sum.p99, sum.merged.mean_batch_requests(), s.stable ? "yes" : "no");
-      if (sum.merged.error_count() > 0) std::printf("         errors: %s\n", ErrorsByCode(sum.merged).c_str());
+      const double concurrency = point.spec.request_rate > 0
+                                     ? sum.rps * sum.merged.mean_latency_us() / 1e6
+                                     : point.spec.concurrency;
+      std::printf(
+          "%-8s %-14s %5lld %6lld %-5s %9lld %6lld %11.1f %11.1f %8.3f %8.0f %8.0f %8.0f %8.0f "
+          "%6.2f %s\n",
+          s.role.c_str(), point.label.c_str(), static_cast<long long>(rows),
+          static_cast<long long>(hidden), dtype_name.c_str(),
+          static_cast<long long>(sum.merged.ok()), static_cast<long long>(sum.merged.error_count()),
+          sum.rps, rows_per_s, gbps, sum.p50, sum.p90, sum.p95, sum.p99,
+          sum.merged.mean_batch_requests(), s.stable ? "yes" : "no");
+      if (sum.merged.error_count() > 0)
+        std::printf("         errors: %s\n", ErrorsByCode(sum.merged).c_str());
       if (csv.is_open()) {
-        csv << absl::StrFormat("%s,%.0f,%d,%d,%s,%d,%d,%.1f,%.1f,%.4f,%.0f,%.0f,%.0f,%.0f,%.3f\n", s.role, concurrency,
-                               rows, hidden, dtype_name, sum.merged.ok(), sum.merged.error_count(), sum.rps,
-                               rows_per_s, gbps, sum.p50, sum.p90, sum.p95, sum.p99, sum.merged.mean_batch_requests());
+        csv << absl::StrFormat("%s,%.0f,%d,%d,%s,%d,%d,%.1f,%.1f,%.4f,%.0f,%.0f,%.0f,%.0f,%.3f\n",
+                               s.role, concurrency, rows, hidden, dtype_name, sum.merged.ok(),
+                               sum.merged.error_count(), sum.rps, rows_per_s, gbps, sum.p50,
+                               sum.p90, sum.p95, sum.p99, sum.merged.mean_batch_requests());
       }
       any_ok |= sum.merged.ok() > 0;
       rps.push_back(sum.rps);
@@ -354,6 +373,7 @@ int Run(int argc, char** argv) {
 }  // namespace normd::bench
 
 int main(int argc, char** argv) {
-  normd::TurnOffMutexDeadlockDetection();  // see base/mutex.h: the load generator's own gRPC calls pay it too
+  normd::TurnOffMutexDeadlockDetection();  // see base/mutex.h: the load generator's own gRPC calls
+                                           // pay it too
   return normd::bench::Run(argc, argv);
 }

@@ -1,10 +1,11 @@
-// normd-echo: the transport ceiling for normbench. It serves the same normd.v1.Normalizer API as normd
-// but answers every Normalize with output = the input bytes (and residual_out = the residual bytes),
-// with no math, no batching and no queue: what is left is gRPC, protobuf and the loopback. normd can
-// never beat it; the gap between the two is normd's own overhead.
+// normd-echo: the transport ceiling for normbench. It serves the same normd.v1.Normalizer API as
+// normd but answers every Normalize with output = the input bytes (and residual_out = the residual
+// bytes), with no math, no batching and no queue: what is left is gRPC, protobuf and the loopback.
+// normd can never beat it; the gap between the two is normd's own overhead.
 //
-// It takes the flags normd's test harness passes (--listen=HOST:PORT, port 0 for any free port) and logs
-// "listening on HOST:PORT" to stderr like normd, and it reports SERVING on grpc.health.v1 at once.
+// It takes the flags normd's test harness passes (--listen=HOST:PORT, port 0 for any free port) and
+// logs "listening on HOST:PORT" to stderr like normd, and it reports SERVING on grpc.health.v1 at
+// once.
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <malloc.h>
@@ -23,8 +24,10 @@
 #include "base/mutex.h"
 #include "normd/v1/normd.grpc.pb.h"
 
-ABSL_FLAG(std::string, listen, "127.0.0.1:50052", "gRPC address to serve on (port 0: any free port)");
-ABSL_FLAG(int64_t, max_request_bytes, int64_t{256} << 20, "Largest request message in bytes (as normd's)");
+ABSL_FLAG(std::string, listen, "127.0.0.1:50052",
+          "gRPC address to serve on (port 0: any free port)");
+ABSL_FLAG(int64_t, max_request_bytes, int64_t{256} << 20,
+          "Largest request message in bytes (as normd's)");
 ABSL_FLAG(
     int64_t, hold_us, 0,
     "Diagnostic, not the ceiling: > 0 answers Normalize calls from a holder thread instead of the "
@@ -100,7 +103,8 @@ class Holder {
 };
 
 // NormalizeStream answered one message at a time, in order.
-class EchoStreamReactor final : public grpc::ServerBidiReactor<NormalizeRequest, NormalizeResponse> {
+class EchoStreamReactor final
+    : public grpc::ServerBidiReactor<NormalizeRequest, NormalizeResponse> {
  public:
   EchoStreamReactor() { StartRead(&request_); }
   void OnReadDone(bool ok) override {
@@ -132,7 +136,8 @@ class EchoService final : public normd::v1::Normalizer::CallbackService {
   EchoService(int64_t max_request_bytes, Holder* holder)
       : max_request_bytes_(max_request_bytes), holder_(holder) {}
 
-  grpc::ServerUnaryReactor* Normalize(grpc::CallbackServerContext* context, const NormalizeRequest* request,
+  grpc::ServerUnaryReactor* Normalize(grpc::CallbackServerContext* context,
+                                      const NormalizeRequest* request,
                                       NormalizeResponse* response) override {
     Echo(*request, response);
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -209,7 +214,8 @@ int Run(int argc, char** argv) {
     std::cerr << "normd-echo: could not listen on " << listen << "\n";
     return 1;
   }
-  std::cerr << "normd-echo listening on " << listen.substr(0, listen.rfind(':')) << ":" << port << std::endl;
+  std::cerr << "normd-echo listening on " << listen.substr(0, listen.rfind(':')) << ":" << port
+            << std::endl;
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -221,8 +227,8 @@ int Run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
 #ifdef __GLIBC__
-  // The same allocator settings as normd (server/main.cc, KeepLargeBuffersInTheAllocator), so that the
-  // ceiling does not pay page faults for large messages that normd no longer pays.
+  // The same allocator settings as normd (server/main.cc, KeepLargeBuffersInTheAllocator), so that
+  // the ceiling does not pay page faults for large messages that normd no longer pays.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_TOP_PAD, 64 << 20);

@@ -82,9 +82,9 @@ struct RmsNormOptions {
   // GPUs before sm_90: the split needs the same single segment on the vector path); 1: never;
   // 2..8: forced (with threads_per_row as the CTA's threads, else the fewest vectors per thread
   // that fit 512 threads; refused with cudaErrorInvalidValue where 512 threads of up to 8 vectors
-  // cannot hold the row, or with cluster_ctas > 1 too). Single-segment launches on the vector path whose
-  // outputs do not overlap their inputs only; others get the kernel that would have run without it
-  // (and without threads_per_row, which was the split's).
+  // cannot hold the row, or with cluster_ctas > 1 too). Single-segment launches on the vector path
+  // whose outputs do not overlap their inputs only; others get the kernel that would have run
+  // without it (and without threads_per_row, which was the split's).
   int split_ctas = 0;
   // Whether a row split over C CTAs may be a thread block cluster whose CTAs share their partial
   // sums (RmsNormSplitPushKernel, sm_90): each CTA reads only its 1/C of the row (x, and r) and

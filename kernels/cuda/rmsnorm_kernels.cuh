@@ -120,7 +120,8 @@ __device__ __forceinline__ float BlockSumInWarp0(float v, int block_threads, flo
 // What the kernel knows of the weights' dtype when it is compiled. kEither: fp32 or the input's
 // dtype, read from the segment at run time (batched launches, whose segments may differ), with room
 // for fp32 weights in registers. kLikeInput: the input's dtype, known by the launcher: for 16-bit
-// inputs half the weight registers, which the register-capped throughput kernels need (fp16 spilled).
+// inputs half the weight registers, which the register-capped throughput kernels need (fp16
+// spilled).
 enum class WeightKind { kEither, kLikeInput };
 
 template <typename T, WeightKind kW>
@@ -187,7 +188,8 @@ __device__ __forceinline__ void UnpackWeightVec(const RmsNormSegment& s,
 
 template <typename T, WeightKind kW = WeightKind::kEither>
 __device__ __forceinline__ float WeightAt(const RmsNormSegment& s, int64_t i) {
-  return WeightsAreFp32<kW>(s) ? __ldg(static_cast<const float*>(s.weight) + i) : LoadScalar<T>(s.weight, i);
+  return WeightsAreFp32<kW>(s) ? __ldg(static_cast<const float*>(s.weight) + i)
+                               : LoadScalar<T>(s.weight, i);
 }
 
 // Hides a value from the optimizer: it must stay in registers as is and cannot be reused from an
@@ -265,7 +267,8 @@ inline constexpr int kRowMinBlocks = (!kResidual && !kEarlyWeights && kN <= 4) ?
 // converting is cheaper than the registers of a float copy, which would cut the rows in flight per
 // multiprocessor.
 // kW: see WeightKind.
-template <typename T, int kN, bool kEarlyWeights, bool kResidual, WeightKind kW = WeightKind::kEither>
+template <typename T, int kN, bool kEarlyWeights, bool kResidual,
+          WeightKind kW = WeightKind::kEither>
 __global__ void __launch_bounds__(kMaxBlockThreads, kRowMinBlocks<kN, kEarlyWeights, kResidual>)
     RmsNormRowKernel(const __grid_constant__ KernelParams p) {
   constexpr int kV = kVecElems<T>;

@@ -99,8 +99,8 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   float inv_rms;
   if (one_row_per_block && G > 32) {
     // One row per block: warp 0 finishes the sum and computes the scale once for the block.
-    inv_rms = BlockInvRms(sum_squares, G, warp_sums, &block_inv_rms,
-                          static_cast<float>(p.hidden), seg.eps);
+    inv_rms = BlockInvRms(sum_squares, G, warp_sums, &block_inv_rms, static_cast<float>(p.hidden),
+                          seg.eps);
   } else {
     const float total = GroupSum(sum_squares, G, warp_sums);
     inv_rms = 1.0f / sqrtf(total / static_cast<float>(p.hidden) + seg.eps);

@@ -1,6 +1,6 @@
 // normd::Client against the real normd on loopback: every call style and dtype checked against the
-// fp64 reference, weight re-registration after a restart, deadlines, and round_robin with retries over
-// two replicas while one of them stops.
+// fp64 reference, weight re-registration after a restart, deadlines, and round_robin with retries
+// over two replicas while one of them stops.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -23,7 +23,8 @@ struct Data {
 
 Data RandomData(int64_t rows, int64_t hidden, uint32_t seed) {
   std::mt19937 rng(seed);
-  return {RandomValues(static_cast<size_t>(rows * hidden), rng), RandomValues(static_cast<size_t>(rows * hidden), rng),
+  return {RandomValues(static_cast<size_t>(rows * hidden), rng),
+          RandomValues(static_cast<size_t>(rows * hidden), rng),
           RandomValues(static_cast<size_t>(hidden), rng)};
 }
 
@@ -56,7 +57,8 @@ TEST_F(ClientTest, LimitsComeFromTheServer) {
   EXPECT_EQ(info->backend(), "cpu");
 }
 
-// Every dtype, given as float (converted on the wire) and as its own bits, with and without residual.
+// Every dtype, given as float (converted on the wire) and as its own bits, with and without
+// residual.
 TEST_F(ClientTest, BlockingEveryDtypeMatchesReference) {
   const int64_t rows = 5, hidden = 111;
   const Data d = RandomData(rows, hidden, 7);
@@ -67,16 +69,21 @@ TEST_F(ClientTest, BlockingEveryDtypeMatchesReference) {
       options.eps = 1e-5f;
       options.weight_offset = 1.0f;
       options.request_id = "r1";
-      const std::vector<uint16_t> xb = FloatsToBits(d.x, dtype == DType::kFloat32 ? DType::kBFloat16 : dtype);
-      const std::vector<uint16_t> rb = FloatsToBits(d.r, dtype == DType::kFloat32 ? DType::kBFloat16 : dtype);
+      const std::vector<uint16_t> xb =
+          FloatsToBits(d.x, dtype == DType::kFloat32 ? DType::kBFloat16 : dtype);
+      const std::vector<uint16_t> rb =
+          FloatsToBits(d.r, dtype == DType::kFloat32 ? DType::kBFloat16 : dtype);
       // fp32 goes as floats; fp16/bf16 as the caller's own 16-bit data.
-      const TensorView input = dtype == DType::kFloat32 ? TensorView::Float32(d.x, {rows, hidden})
-                                                        : TensorView(dtype, xb.data(), xb.size(), {rows, hidden});
+      const TensorView input = dtype == DType::kFloat32
+                                   ? TensorView::Float32(d.x, {rows, hidden})
+                                   : TensorView(dtype, xb.data(), xb.size(), {rows, hidden});
       if (residual) {
-        options.residual = dtype == DType::kFloat32 ? TensorView::Float32(d.r, {rows, hidden})
-                                                    : TensorView(dtype, rb.data(), rb.size(), {rows, hidden});
+        options.residual = dtype == DType::kFloat32
+                               ? TensorView::Float32(d.r, {rows, hidden})
+                               : TensorView(dtype, rb.data(), rb.size(), {rows, hidden});
       }
-      absl::StatusOr<PreparedRequest> prepared = client_->Prepare(input, TensorView::Float32(d.w), options);
+      absl::StatusOr<PreparedRequest> prepared =
+          client_->Prepare(input, TensorView::Float32(d.w), options);
       ASSERT_TRUE(prepared.ok()) << prepared.status();
       absl::StatusOr<NormalizeResult> result = client_->Normalize(*prepared);
       ASSERT_TRUE(result.ok()) << result.status();
@@ -114,9 +121,11 @@ TEST_F(ClientTest, CallbackAndFuture) {
   const std::vector<uint16_t> xh = FloatsToBits(d.x, DType::kFloat16);
   const TensorView input = TensorView::Float16(xh, {2, 256});
   std::promise<absl::StatusOr<NormalizeResult>> from_callback;
-  client_->NormalizeAsync(input, TensorView::Float32(d.w), {},
-                          [&](absl::StatusOr<NormalizeResult> r) { from_callback.set_value(std::move(r)); });
-  std::future<absl::StatusOr<NormalizeResult>> future = client_->NormalizeFuture(input, TensorView::Float32(d.w));
+  client_->NormalizeAsync(
+      input, TensorView::Float32(d.w), {},
+      [&](absl::StatusOr<NormalizeResult> r) { from_callback.set_value(std::move(r)); });
+  std::future<absl::StatusOr<NormalizeResult>> future =
+      client_->NormalizeFuture(input, TensorView::Float32(d.w));
   absl::StatusOr<PreparedRequest> prepared = client_->Prepare(input, TensorView::Float32(d.w));
   ASSERT_TRUE(prepared.ok());
   absl::StatusOr<NormalizeResult> results[] = {from_callback.get_future().get(), future.get()};
@@ -139,8 +148,8 @@ TEST_F(ClientTest, StreamSessionAnswersInOrder) {
     NormalizeOptions options;
     options.request_id = absl::StrCat("s", i);
     const int64_t rows = 1 + i % 3;
-    absl::StatusOr<PreparedRequest> p = client_->Prepare(TensorView::Float32(data[i].x, {rows, 128}),
-                                                         TensorView::Float32(data[i].w), options);
+    absl::StatusOr<PreparedRequest> p = client_->Prepare(
+        TensorView::Float32(data[i].x, {rows, 128}), TensorView::Float32(data[i].w), options);
     ASSERT_TRUE(p.ok());
     requests.push_back(std::make_shared<const PreparedRequest>(*std::move(p)));
   }
@@ -161,7 +170,8 @@ TEST_F(ClientTest, RegisteredWeightSendsOnlyItsId) {
   absl::StatusOr<Weight> weight = client_->RegisterWeight(TensorView::Float32(d.w));
   ASSERT_TRUE(weight.ok()) << weight.status();
   EXPECT_FALSE(weight->id().empty());
-  absl::StatusOr<PreparedRequest> prepared = client_->Prepare(TensorView::Float32(d.x, {4, 96}), *weight);
+  absl::StatusOr<PreparedRequest> prepared =
+      client_->Prepare(TensorView::Float32(d.x, {4, 96}), *weight);
   ASSERT_TRUE(prepared.ok());
   EXPECT_EQ(prepared->proto().weight_id(), weight->id());
   EXPECT_FALSE(prepared->proto().has_weight());
@@ -174,7 +184,8 @@ TEST_F(ClientTest, RegisteredWeightSendsOnlyItsId) {
 TEST_F(ClientTest, ExpiredDeadline) {
   // 16 MiB of fp32 cannot cross gRPC, be computed and come back within a millisecond.
   const int64_t rows = 64, hidden = 65536;
-  std::vector<float> x(static_cast<size_t>(rows * hidden), 1.0f), w(static_cast<size_t>(hidden), 1.0f);
+  std::vector<float> x(static_cast<size_t>(rows * hidden), 1.0f),
+      w(static_cast<size_t>(hidden), 1.0f);
   NormalizeOptions options;
   options.deadline = absl::Milliseconds(1);
   absl::StatusOr<NormalizeResult> result =
@@ -182,12 +193,15 @@ TEST_F(ClientTest, ExpiredDeadline) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded) << result.status();
   // The client's default deadline applies when the call sets none, and the server still answers.
   options.deadline = absl::ZeroDuration();
-  EXPECT_TRUE(client_->Normalize(TensorView::Float32(x, {rows, hidden}), TensorView::Float32(w), options).ok());
+  EXPECT_TRUE(
+      client_->Normalize(TensorView::Float32(x, {rows, hidden}), TensorView::Float32(w), options)
+          .ok());
 }
 
 TEST_F(ClientTest, CallerMistakesAreInvalidArgument) {
   std::vector<float> x(10), w(5);
-  absl::StatusOr<NormalizeResult> r = client_->Normalize(TensorView::Float32(x, {3, 5}), TensorView::Float32(w));
+  absl::StatusOr<NormalizeResult> r =
+      client_->Normalize(TensorView::Float32(x, {3, 5}), TensorView::Float32(w));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("input"), std::string::npos) << r.status();
   // The server's own validation comes back with its message.
@@ -200,7 +214,8 @@ TEST_F(ClientTest, AFailedCallNamesTheServerItWasSentTo) {
   std::vector<float> x(10), w5(5), w4(4);
   const std::string server = absl::StrCat("ipv4:127.0.0.1:", server_->port());
   // Refused by the server: blocking and asynchronous calls both name it.
-  absl::StatusOr<NormalizeResult> r = client_->Normalize(TensorView::Float32(x, {2, 5}), TensorView::Float32(w4));
+  absl::StatusOr<NormalizeResult> r =
+      client_->Normalize(TensorView::Float32(x, {2, 5}), TensorView::Float32(w4));
   ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
   EXPECT_EQ(PeerOf(r.status()), server);
   r = client_->NormalizeFuture(TensorView::Float32(x, {2, 5}), TensorView::Float32(w4)).get();
@@ -225,7 +240,8 @@ TEST_F(ClientTest, AFailedCallNamesTheServerItWasSentTo) {
   EXPECT_EQ(PeerOf(r.status()), "");
 }
 
-// The weight survives a server restart: the client registers it again on NOT_FOUND, in every call style.
+// The weight survives a server restart: the client registers it again on NOT_FOUND, in every call
+// style.
 TEST(ClientRestartTest, WeightReRegisteredAfterRestart) {
   auto first = std::make_unique<NormdProcess>();
   ASSERT_TRUE(first->Start({"--backend=cpu"}).ok()) << first->log();
@@ -248,7 +264,8 @@ TEST(ClientRestartTest, WeightReRegisteredAfterRestart) {
     SCOPED_TRACE(round);
     ASSERT_EQ(first->StopWith(SIGTERM), 0);
     first = std::make_unique<NormdProcess>();
-    ASSERT_TRUE(first->Start({"--backend=cpu", absl::StrCat("--listen=127.0.0.1:", port)}).ok()) << first->log();
+    ASSERT_TRUE(first->Start({"--backend=cpu", absl::StrCat("--listen=127.0.0.1:", port)}).ok())
+        << first->log();
     absl::StatusOr<NormalizeResult> result;
     if (round == 0) {
       result = client->Normalize(input, *weight);

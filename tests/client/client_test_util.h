@@ -1,5 +1,6 @@
 // Helpers of the client tests: a client result turned back into the response proto, so that the
-// integration suite's CompareWithReference (the fp64 reference, the project's tolerances) can judge it.
+// integration suite's CompareWithReference (the fp64 reference, the project's tolerances) can judge
+// it.
 #ifndef NORMD_TESTS_CLIENT_CLIENT_TEST_UTIL_H_
 #define NORMD_TESTS_CLIENT_CLIENT_TEST_UTIL_H_
 
@@ -18,7 +19,8 @@ inline normd::v1::Tensor ToProto(const Tensor& t) {
   return proto;
 }
 
-// Empty when `result` matches the reference for `request` (`weight`: the registered weight, if any).
+// Empty when `result` matches the reference for `request` (`weight`: the registered weight, if
+// any).
 inline std::string CheckResult(const PreparedRequest& request, const NormalizeResult& result,
                                const normd::v1::Tensor* weight = nullptr) {
   normd::v1::NormalizeResponse response;

@@ -22,8 +22,8 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 const ConversionCase kCases[] = {
     {"bf16 one", 1.0f, DType::kBFloat16, 0x3F80},
-    {"bf16 tie rounds to even (down)", 1.00390625f, DType::kBFloat16, 0x3F80},    // 1 + 2^-8
-    {"bf16 tie rounds to even (up)", 1.01171875f, DType::kBFloat16, 0x3F82},      // 1 + 3 * 2^-8
+    {"bf16 tie rounds to even (down)", 1.00390625f, DType::kBFloat16, 0x3F80},  // 1 + 2^-8
+    {"bf16 tie rounds to even (up)", 1.01171875f, DType::kBFloat16, 0x3F82},    // 1 + 3 * 2^-8
     {"bf16 above the tie rounds up", 1.0040f, DType::kBFloat16, 0x3F81},
     {"bf16 -inf", -kInf, DType::kBFloat16, 0xFF80},
     {"bf16 overflow to inf", 3.4028235e38f, DType::kBFloat16, 0x7F80},
@@ -52,7 +52,8 @@ TEST(ConversionTest, TableOfValues) {
 
 TEST(ConversionTest, NanStaysNan) {
   for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
-    const float nan[] = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN()};
+    const float nan[] = {std::numeric_limits<float>::quiet_NaN(),
+                         -std::numeric_limits<float>::quiet_NaN()};
     const std::vector<uint16_t> bits = FloatsToBits(nan, dtype);
     const std::vector<float> back = BitsToFloats(bits, dtype);
     EXPECT_TRUE(std::isnan(back[0]));

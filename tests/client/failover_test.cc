@@ -34,8 +34,8 @@ struct Outcome {
   int ok_before_kill = 0;
   int ok_after_kill = 0;
   int failed = 0;
-  int failed_late = 0;          // failures of calls started more than 1 s after the kill
-  int failed_before_kill = 0;   // failures of calls that ended before the kill
+  int failed_late = 0;         // failures of calls started more than 1 s after the kill
+  int failed_before_kill = 0;  // failures of calls that ended before the kill
   std::vector<absl::StatusCode> codes;
   std::vector<std::string> peers;  // the server each failed call was sent to
   std::string first_error;
@@ -52,8 +52,9 @@ KillRun RunAndKillOne(int max_attempts) {
     EXPECT_TRUE(r.Start({"--backend=cpu", "--cpu-threads=1"}).ok()) << r.log();
   }
   ClientOptions options;
-  options.target = absl::StrCat("ipv4:127.0.0.1:", replicas[0].port(), ",127.0.0.1:", replicas[1].port(),
-                                ",127.0.0.1:", replicas[2].port());
+  options.target =
+      absl::StrCat("ipv4:127.0.0.1:", replicas[0].port(), ",127.0.0.1:", replicas[1].port(),
+                   ",127.0.0.1:", replicas[2].port());
   options.default_deadline = absl::Seconds(20);
   options.max_attempts = max_attempts;
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
@@ -64,7 +65,8 @@ KillRun RunAndKillOne(int max_attempts) {
   std::vector<float> x(16 * 1024), w(1024);
   for (float& v : x) v = dist(rng);
   for (float& v : w) v = dist(rng);
-  absl::StatusOr<PreparedRequest> prepared = (*client)->Prepare(TensorView::Float32(x, {16, 1024}), TensorView::Float32(w));
+  absl::StatusOr<PreparedRequest> prepared =
+      (*client)->Prepare(TensorView::Float32(x, {16, 1024}), TensorView::Float32(w));
   EXPECT_TRUE(prepared.ok());
 
   std::atomic<bool> stop{false};
@@ -114,7 +116,8 @@ TEST(FailoverTest, WithoutRetriesOnlyCallsInFlightOnTheKilledReplicaFail) {
   const Outcome& out = run.outcome;
   EXPECT_EQ(out.failed_before_kill, 0) << out.first_error;
   EXPECT_EQ(out.failed_late, 0) << out.first_error;
-  for (absl::StatusCode code : out.codes) EXPECT_EQ(code, absl::StatusCode::kUnavailable) << out.first_error;
+  for (absl::StatusCode code : out.codes)
+    EXPECT_EQ(code, absl::StatusCode::kUnavailable) << out.first_error;
   // The survivors failed nothing: every failed call had been sent to the killed replica, or to no
   // server at all (failed in the channel, racing the kill).
   for (const std::string& peer : out.peers) {
@@ -124,7 +127,8 @@ TEST(FailoverTest, WithoutRetriesOnlyCallsInFlightOnTheKilledReplicaFail) {
   }
   EXPECT_GT(out.ok_before_kill, 0);
   EXPECT_GT(out.ok_after_kill, 0);
-  ::testing::Test::RecordProperty("failed_calls", out.failed);  // in the XML report, for the curious
+  ::testing::Test::RecordProperty("failed_calls",
+                                  out.failed);  // in the XML report, for the curious
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // TLS from the client side: the client library, normctl and normbench against a real normd serving
-// mutual TLS (certificates from test_pki.h). Shown: with the CA and a client certificate every tool is
-// served; without a certificate or trusting another CA it is refused; bad TLS options are caller
+// mutual TLS (certificates from test_pki.h). Shown: with the CA and a client certificate every tool
+// is served; without a certificate or trusting another CA it is refused; bad TLS options are caller
 // errors that name the option and the file.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -72,7 +72,8 @@ class TlsClientTest : public ::testing::Test {
     std::vector<float> x(4 * 256), w(256);
     for (float& v : x) v = dist(rng);
     for (float& v : w) v = dist(rng);
-    absl::StatusOr<PreparedRequest> prepared = client.Prepare(TensorView::Float32(x, {4, 256}), TensorView::Float32(w));
+    absl::StatusOr<PreparedRequest> prepared =
+        client.Prepare(TensorView::Float32(x, {4, 256}), TensorView::Float32(w));
     if (!prepared.ok()) return prepared.status();
     absl::StatusOr<NormalizeResult> result = client.Normalize(*prepared);
     if (!result.ok()) return result.status();
@@ -102,9 +103,10 @@ TEST_F(TlsClientTest, ClientLibraryIsServedOnlyWithTrustAndACertificate) {
   no_certificate.key_file.clear();
   ClientTlsOptions other_ca = GoodTls();
   other_ca.ca_file = pki_->File("other-ca.pem");
-  for (const auto& [name, tls] : {std::pair<const char*, ClientTlsOptions>{"no client certificate", no_certificate},
-                                  {"server not trusted", other_ca},
-                                  {"plaintext", ClientTlsOptions{}}}) {
+  for (const auto& [name, tls] :
+       {std::pair<const char*, ClientTlsOptions>{"no client certificate", no_certificate},
+        {"server not trusted", other_ca},
+        {"plaintext", ClientTlsOptions{}}}) {
     absl::StatusOr<std::unique_ptr<Client>> client = ConnectWith(tls);
     ASSERT_TRUE(client.ok()) << name << ": " << client.status();  // channels connect lazily
     const absl::Status status = NormalizeOnce(**client);
@@ -134,21 +136,27 @@ TEST_F(TlsClientTest, BadTlsOptionsNameTheOptionAndTheFile) {
 }
 
 TEST_F(TlsClientTest, NormctlAndNormbenchTakeTheTlsFlags) {
-  const std::string tls = absl::StrCat(" --tls-ca=", pki_->File("ca.pem"), " --tls-cert=", pki_->File("client.pem"),
-                                       " --tls-key=", pki_->File("client.key"));
-  const std::string normctl = absl::StrCat(NORMCTL_PATH, " --target=", server_->address(), " --timeout=5s");
+  const std::string tls =
+      absl::StrCat(" --tls-ca=", pki_->File("ca.pem"), " --tls-cert=", pki_->File("client.pem"),
+                   " --tls-key=", pki_->File("client.key"));
+  const std::string normctl =
+      absl::StrCat(NORMCTL_PATH, " --target=", server_->address(), " --timeout=5s");
   EXPECT_EQ(Shell(normctl + tls + " health > /dev/null"), 0);
   EXPECT_EQ(Shell(normctl + tls + " info > /dev/null"), 0);
   // Without a client certificate the handshake is refused: normd unreachable, exit 4.
-  EXPECT_EQ(Shell(absl::StrCat(normctl, " --tls-ca=", pki_->File("ca.pem"), " health 2> /dev/null")), 4);
+  EXPECT_EQ(
+      Shell(absl::StrCat(normctl, " --tls-ca=", pki_->File("ca.pem"), " health 2> /dev/null")), 4);
   // A bad option is a usage error, exit 2.
-  EXPECT_EQ(Shell(absl::StrCat(normctl, " --tls-cert=", pki_->File("client.pem"), " health 2> /dev/null")), 2);
+  EXPECT_EQ(Shell(absl::StrCat(normctl, " --tls-cert=", pki_->File("client.pem"),
+                               " health 2> /dev/null")),
+            2);
 
   const std::string csv = absl::StrCat(::testing::TempDir(), "/tls_bench_", getpid(), ".csv");
-  ASSERT_EQ(Shell(absl::StrCat(NORMBENCH_PATH, " --target=", server_->address(), tls,
-                               " --concurrency=2 --rows=2 --hidden=256 --dtype=bf16 --duration=0.5s --window=0.2s"
-                               " --warmup=0.1s --csv=",
-                               csv, " > /dev/null")),
+  ASSERT_EQ(Shell(absl::StrCat(
+                NORMBENCH_PATH, " --target=", server_->address(), tls,
+                " --concurrency=2 --rows=2 --hidden=256 --dtype=bf16 --duration=0.5s --window=0.2s"
+                " --warmup=0.1s --csv=",
+                csv, " > /dev/null")),
             0);
   std::ifstream in(csv);
   std::string header, row;
@@ -156,7 +164,7 @@ TEST_F(TlsClientTest, NormctlAndNormbenchTakeTheTlsFlags) {
   ASSERT_TRUE(std::getline(in, row));
   const std::vector<std::string> cells = absl::StrSplit(row, ',');
   ASSERT_EQ(cells.size(), 15u) << row;
-  EXPECT_EQ(cells[6], "0") << row;            // no errors
+  EXPECT_EQ(cells[6], "0") << row;             // no errors
   EXPECT_GT(std::stod(cells[7]), 0.0) << row;  // throughput
 }
 

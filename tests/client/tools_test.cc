@@ -46,7 +46,8 @@ NpyArray FromTensor(const normd::v1::Tensor& t, const char* descr) {
 
 class ToolsTest : public SuiteNormdTest<ToolsTest> {};
 
-// bf16 travels as uint16 .npy files, fp16 and fp32 as themselves; each output matches the reference.
+// bf16 travels as uint16 .npy files, fp16 and fp32 as themselves; each output matches the
+// reference.
 TEST_F(ToolsTest, NormctlNormalizeRoundTrip) {
   const std::string dir = TempDir();
   std::mt19937 rng(21);
@@ -59,8 +60,9 @@ TEST_F(ToolsTest, NormctlNormalizeRoundTrip) {
     ASSERT_TRUE(WriteNpyFile(dir + "/r.npy", FromTensor(request.residual(), descr)).ok());
     ASSERT_TRUE(WriteNpyFile(dir + "/w.npy", FromTensor(request.weight(), "<f4")).ok());
     const std::string dtype_flag = dtype == DType::kBFloat16 ? " --dtype=bf16" : "";
-    ASSERT_EQ(Shell(absl::StrCat(NORMCTL_PATH, " --target=", server_->address(), " normalize --input=", dir,
-                                 "/x.npy --weight=", dir, "/w.npy --residual=", dir, "/r.npy --eps=1e-6", dtype_flag,
+    ASSERT_EQ(Shell(absl::StrCat(NORMCTL_PATH, " --target=", server_->address(),
+                                 " normalize --input=", dir, "/x.npy --weight=", dir,
+                                 "/w.npy --residual=", dir, "/r.npy --eps=1e-6", dtype_flag,
                                  " --output=", dir, "/y.npy --residual-out=", dir, "/h.npy")),
               0);
     absl::StatusOr<NpyArray> y = ReadNpyFile(dir + "/y.npy");
@@ -91,33 +93,38 @@ TEST_F(ToolsTest, NormctlExitCodes) {
   NpyArray x{"<f4", {2, 8}, std::string(64, '\0')}, w{"<f4", {4}, std::string(16, '\0')};
   ASSERT_TRUE(WriteNpyFile(dir + "/x8.npy", x).ok());
   ASSERT_TRUE(WriteNpyFile(dir + "/w4.npy", w).ok());
-  EXPECT_EQ(Shell(absl::StrCat(normctl, " normalize --input=", dir, "/x8.npy --weight=", dir, "/w4.npy --output=",
-                               dir, "/y.npy 2> /dev/null")),
+  EXPECT_EQ(Shell(absl::StrCat(normctl, " normalize --input=", dir, "/x8.npy --weight=", dir,
+                               "/w4.npy --output=", dir, "/y.npy 2> /dev/null")),
             1);
-  EXPECT_EQ(Shell(absl::StrCat(normctl, " register-weight --weight=", dir, "/w4.npy > /dev/null")), 0);
-  EXPECT_EQ(Shell(absl::StrCat(NORMCTL_PATH, " --target=127.0.0.1:1 --timeout=2s health 2> /dev/null")), 4);
+  EXPECT_EQ(Shell(absl::StrCat(normctl, " register-weight --weight=", dir, "/w4.npy > /dev/null")),
+            0);
+  EXPECT_EQ(
+      Shell(absl::StrCat(NORMCTL_PATH, " --target=127.0.0.1:1 --timeout=2s health 2> /dev/null")),
+      4);
 }
 
 TEST_F(ToolsTest, NormbenchSmokeAgainstEcho) {
   NormdProcess echo(NORMD_ECHO_PATH);
   ASSERT_TRUE(echo.Start().ok()) << echo.log();
   const std::string csv = TempDir() + "/bench.csv";
-  ASSERT_EQ(Shell(absl::StrCat(NORMBENCH_PATH, " --target=", server_->address(), " --baseline=", echo.address(),
-                               " --concurrency=1,4 --rows=2 --hidden=256 --dtype=bf16 --weight-id --residual",
-                               " --duration=0.6s --window=0.2s --warmup=0.1s --csv=", csv, " > /dev/null")),
+  ASSERT_EQ(Shell(absl::StrCat(
+                NORMBENCH_PATH, " --target=", server_->address(), " --baseline=", echo.address(),
+                " --concurrency=1,4 --rows=2 --hidden=256 --dtype=bf16 --weight-id --residual",
+                " --duration=0.6s --window=0.2s --warmup=0.1s --csv=", csv, " > /dev/null")),
             0);
   std::ifstream in(csv);
   std::string line;
   ASSERT_TRUE(std::getline(in, line));
   EXPECT_EQ(line,
-            "server,concurrency,rows,hidden,dtype,requests,errors,throughput_rps,rows_per_s,payload_gbps,p50_us,"
+            "server,concurrency,rows,hidden,dtype,requests,errors,throughput_rps,rows_per_s,"
+            "payload_gbps,p50_us,"
             "p90_us,p95_us,p99_us,mean_batch_requests");
   int rows = 0;
   while (std::getline(in, line)) {
     const std::vector<std::string> cells = absl::StrSplit(line, ',');
     ASSERT_EQ(cells.size(), 15u) << line;
     EXPECT_TRUE(cells[0] == "target" || cells[0] == "baseline") << line;
-    EXPECT_EQ(cells[6], "0") << line;            // no errors
+    EXPECT_EQ(cells[6], "0") << line;             // no errors
     EXPECT_GT(std::stod(cells[7]), 0.0) << line;  // throughput
     ++rows;
   }
@@ -189,10 +196,12 @@ TEST_F(ToolsTest, HeldEchoAgainstEchoGivesAWindowPairRatio) {
 
 TEST_F(ToolsTest, NormbenchStreamAndRateModes) {
   const std::string csv = TempDir() + "/rate.csv";
-  ASSERT_EQ(Shell(absl::StrCat(NORMBENCH_PATH, " --target=", server_->address(),
-                               " --request-rate=200 --arrivals=constant --stream --rows=1 --hidden=128 --dtype=fp16",
-                               " --duration=0.6s --window=0.2s --warmup=0.1s --csv=", csv, " > /dev/null")),
-            0);
+  ASSERT_EQ(
+      Shell(absl::StrCat(
+          NORMBENCH_PATH, " --target=", server_->address(),
+          " --request-rate=200 --arrivals=constant --stream --rows=1 --hidden=128 --dtype=fp16",
+          " --duration=0.6s --window=0.2s --warmup=0.1s --csv=", csv, " > /dev/null")),
+      0);
   std::ifstream in(csv);
   std::string header, row;
   ASSERT_TRUE(std::getline(in, header) && std::getline(in, row));
@@ -200,9 +209,9 @@ TEST_F(ToolsTest, NormbenchStreamAndRateModes) {
   ASSERT_EQ(cells.size(), 15u);
   EXPECT_EQ(cells[6], "0") << row;  // no errors
   if (kThreadSanitizer) {
-    // Under TSan one stream's writes (one at a time) fall below 200 a second: arrivals queue up in the
-    // warm-up and complete inside the window (333-375 a second measured, p90 0.35-0.48 s), so the
-    // rate says nothing there; the Release and ASan runs check it.
+    // Under TSan one stream's writes (one at a time) fall below 200 a second: arrivals queue up in
+    // the warm-up and complete inside the window (333-375 a second measured, p90 0.35-0.48 s), so
+    // the rate says nothing there; the Release and ASan runs check it.
     EXPECT_GT(std::stod(cells[7]), 0.0) << row;
   } else {
     EXPECT_NEAR(std::stod(cells[7]), 200.0, 40.0) << row;
@@ -210,18 +219,20 @@ TEST_F(ToolsTest, NormbenchStreamAndRateModes) {
 }
 
 // One CSV row per window with --window-csv, numbered in order with growing end times; a point's row
-// merges the last three windows by default and every window with --summary-windows=0, so its request
-// count is the sum of those windows' counts.
+// merges the last three windows by default and every window with --summary-windows=0, so its
+// request count is the sum of those windows' counts.
 TEST_F(ToolsTest, NormbenchWindowCsvAndSummaryWindows) {
   for (const bool every_window : {true, false}) {
     SCOPED_TRACE(every_window ? "--summary-windows=0" : "default summary");
     const std::string dir = TempDir();
     const std::string csv = dir + "/summary.csv", windows_csv = dir + "/windows.csv";
-    ASSERT_EQ(Shell(absl::StrCat(NORMBENCH_PATH, " --target=", server_->address(),
-                                 " --concurrency=2 --rows=1 --hidden=256 --dtype=fp32 --duration=2.5s --window=0.5s",
-                                 " --warmup=0.5s --stability=0", every_window ? " --summary-windows=0" : "",
-                                 " --window-csv=", windows_csv, " --csv=", csv, " > /dev/null")),
-              0);
+    ASSERT_EQ(
+        Shell(absl::StrCat(
+            NORMBENCH_PATH, " --target=", server_->address(),
+            " --concurrency=2 --rows=1 --hidden=256 --dtype=fp32 --duration=2.5s --window=0.5s",
+            " --warmup=0.5s --stability=0", every_window ? " --summary-windows=0" : "",
+            " --window-csv=", windows_csv, " --csv=", csv, " > /dev/null")),
+        0);
     std::ifstream windows_in(windows_csv);
     std::string line;
     ASSERT_TRUE(std::getline(windows_in, line));
@@ -276,8 +287,8 @@ int EstablishedConnectionsTo(int port) {
 }
 
 // --connections=3: normbench's calls arrive over three connections (normd's own process, so that no
-// other test's channel is counted); --connections=0 is refused with exit code 2. A low open-loop rate
-// keeps the run light: on CI it shares two cores, under TSan, with the tests beside it.
+// other test's channel is counted); --connections=0 is refused with exit code 2. A low open-loop
+// rate keeps the run light: on CI it shares two cores, under TSan, with the tests beside it.
 TEST(NormbenchConnectionsTest, CallsTakeTurnsOverTheConnections) {
   NormdProcess server;
   ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();

@@ -1,8 +1,9 @@
-// libFuzzer target: the client library's dtype conversions (client/tensor.h FloatsToBits / BitsToFloats,
-// which EncodeTensor uses) on arbitrary float and 16-bit patterns, against properties that define
-// correct IEEE round-to-nearest-even conversion:
+// libFuzzer target: the client library's dtype conversions (client/tensor.h FloatsToBits /
+// BitsToFloats, which EncodeTensor uses) on arbitrary float and 16-bit patterns, against properties
+// that define correct IEEE round-to-nearest-even conversion:
 //  - widening is exact: fp16/bf16 -> float -> fp16/bf16 gives the same bits (NaNs stay NaN, quiet);
-//  - narrowing rounds to nearest: the result is one of the two neighbours of x in the 16-bit format,
+//  - narrowing rounds to nearest: the result is one of the two neighbours of x in the 16-bit
+//  format,
 //    the nearer one, and on a tie the one with an even last bit; overflow goes to Inf as RNE says;
 //  - NaN stays NaN, Inf stays Inf, the sign is kept.
 #include <cmath>
@@ -23,13 +24,14 @@ using normd::DType;
 [[noreturn]] void Fail(const char* what, float x, uint16_t got, DType t) {
   uint32_t bits;
   std::memcpy(&bits, &x, 4);
-  std::fprintf(stderr, "conversion check failed: %s: x = %.9g (0x%08x) -> %s 0x%04x\n", what, x, bits,
-               t == DType::kFloat16 ? "fp16" : "bf16", got);
+  std::fprintf(stderr, "conversion check failed: %s: x = %.9g (0x%08x) -> %s 0x%04x\n", what, x,
+               bits, t == DType::kFloat16 ? "fp16" : "bf16", got);
   std::abort();
 }
 
 bool IsNaN16(uint16_t b, DType t) {
-  return t == DType::kFloat16 ? (b & 0x7C00) == 0x7C00 && (b & 0x03FF) != 0 : (b & 0x7F80) == 0x7F80 && (b & 0x7F) != 0;
+  return t == DType::kFloat16 ? (b & 0x7C00) == 0x7C00 && (b & 0x03FF) != 0
+                              : (b & 0x7F80) == 0x7F80 && (b & 0x7F) != 0;
 }
 
 // The next 16-bit pattern away from zero / toward zero in magnitude (same sign).
@@ -60,22 +62,25 @@ void CheckNarrowing(float x, uint16_t got, DType t) {
   } else {
     return;  // exact
   }
-  double ao = std::fabs(static_cast<double>(normd::BitsToFloats(std::vector<uint16_t>{other}, t)[0]));
+  double ao =
+      std::fabs(static_cast<double>(normd::BitsToFloats(std::vector<uint16_t>{other}, t)[0]));
   if (std::isinf(ag) && !std::isinf(ao)) {
     // Overflow: Inf is right when x is at least halfway from the largest finite value to the next
     // power of the format's step (the value Inf "stands for" in RNE).
-    const double step = ao - std::fabs(static_cast<double>(
-                                 normd::BitsToFloats(std::vector<uint16_t>{static_cast<uint16_t>(magnitude - 2)}, t)[0]));
+    const double step =
+        ao - std::fabs(static_cast<double>(normd::BitsToFloats(
+                 std::vector<uint16_t>{static_cast<uint16_t>(magnitude - 2)}, t)[0]));
     if (ax < ao + step / 2) Fail("overflowed to Inf below the rounding threshold", x, got, t);
     return;
   }
   if (std::isinf(ao)) {
-    // The far side is Inf, which round-to-nearest-even treats as the value one step past the largest
-    // finite one (so that halfway to it, with the largest finite value odd, goes to Inf).
+    // The far side is Inf, which round-to-nearest-even treats as the value one step past the
+    // largest finite one (so that halfway to it, with the largest finite value odd, goes to Inf).
     const double below = std::fabs(static_cast<double>(
         normd::BitsToFloats(std::vector<uint16_t>{static_cast<uint16_t>(magnitude - 1)}, t)[0]));
     ao = ag + (ag - below);
-    if (std::fabs(ao - ax) == std::fabs(ag - ax)) Fail("tie at the top not rounded to Inf", x, got, t);
+    if (std::fabs(ao - ax) == std::fabs(ag - ax))
+      Fail("tie at the top not rounded to Inf", x, got, t);
   }
   const double d_got = std::fabs(ag - ax), d_other = std::fabs(ao - ax);
   if (d_other < d_got) Fail("not the nearest value", x, got, t);

@@ -1,22 +1,22 @@
-// libFuzzer target: arbitrary bytes as a NormalizeRequest, through decoding and validation, and, when
-// validation accepts the request, through the CPU kernel on exactly the buffers validation vouched
-// for. Crashes, sanitizer reports (ASan + UBSan) and broken validation promises (traps below) are
-// findings; a clean refusal is the expected outcome for most inputs.
+// libFuzzer target: arbitrary bytes as a NormalizeRequest, through decoding and validation, and,
+// when validation accepts the request, through the CPU kernel on exactly the buffers validation
+// vouched for. Crashes, sanitizer reports (ASan + UBSan) and broken validation promises (traps
+// below) are findings; a clean refusal is the expected outcome for most inputs.
 //
 // The bytes are decoded twice: by protobuf, and by normd's RequestWire (server/request_wire.h) from
 // slices of a size chosen by the input's length, as gRPC would hand them over. The two must agree:
 // both refuse, or both give the same message, the wire's tensor data (kept in the slices) equal to
 // protobuf's, and the same validation outcome.
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <grpcpp/support/byte_buffer.h>
-#include <grpcpp/support/slice.h>
 
 #include "kernels/cpu_rmsnorm.h"
 #include "normd/v1/normd.pb.h"
@@ -81,7 +81,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   normd::ValidationLimits limits;
   limits.max_hidden = 4096;
-  absl::StatusOr<normd::ValidatedRequest> validated = normd::ValidateNormalizeRequest(request, limits, Registry());
+  absl::StatusOr<normd::ValidatedRequest> validated =
+      normd::ValidateNormalizeRequest(request, limits, Registry());
   absl::StatusOr<normd::ValidatedRequest> wire_validated =
       normd::ValidateNormalizeRequest(wire.message(), wire.input_data(), wire.residual_data(),
                                       wire.weight_data(), limits, Registry());
@@ -97,7 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (r.rows <= 0 || r.hidden <= 0 || r.hidden > limits.max_hidden) std::abort();
   if (request.input().data().size() != static_cast<size_t>(r.elements()) * itemsize) std::abort();
   if (r.input.size() != static_cast<int64_t>(request.input().data().size())) std::abort();
-  if (r.has_residual() && request.residual().data().size() != request.input().data().size()) std::abort();
+  if (r.has_residual() && request.residual().data().size() != request.input().data().size())
+    std::abort();
   const int64_t weight_bytes = r.hidden * static_cast<int64_t>(normd::ItemSize(r.weight_dtype));
   if (!r.weight.present() || r.weight.size() != weight_bytes) std::abort();
   const normd::ValidatedRequest& w = *wire_validated;
@@ -106,8 +108,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   }
   if (w.weight_dtype != r.weight_dtype || Gathered(w.weight) != Gathered(r.weight)) std::abort();
-  // The kernel reads exactly what validation vouched for (ASan catches a byte more), from the wire's
-  // pieces gathered into buffers of exactly that size.
+  // The kernel reads exactly what validation vouched for (ASan catches a byte more), from the
+  // wire's pieces gathered into buffers of exactly that size.
   const std::string input = Gathered(w.input);
   const std::string residual = w.has_residual() ? Gathered(w.residual) : std::string();
   const std::string weight = Gathered(w.weight);

@@ -1,9 +1,9 @@
 // libFuzzer target: the batch packer (server/staging_layout.h). The input bytes choose a launch: a
 // dtype and hidden size, then a sequence of requests of random rows, with or without residual, with
-// inline fp32 / same-dtype weights or a registered one, random eps and weight_offset, and values from
-// the bytes. The launch is laid out and packed with the device base addresses equal to the host
-// buffers, computed by the CPU kernel straight from the packed segment table (standing in for the
-// GPU), and unpacked; the requests' tensors come in pieces, as from gRPC's slices. Then:
+// inline fp32 / same-dtype weights or a registered one, random eps and weight_offset, and values
+// from the bytes. The launch is laid out and packed with the device base addresses equal to the
+// host buffers, computed by the CPU kernel straight from the packed segment table (standing in for
+// the GPU), and unpacked; the requests' tensors come in pieces, as from gRPC's slices. Then:
 //  - every region is aligned, inside its buffer, and overlaps no other region;
 //  - every request's output and residual_out match the fp64 reference (fp32 within 1e-5 relative,
 //    fp16/bf16 within one unit in the last place), so no request got another's bytes or weight.
@@ -47,7 +47,8 @@ class Choices {
 
 std::string Fill(Choices& c, DType dtype, int64_t count) {
   std::string bytes(static_cast<size_t>(count) * normd::ItemSize(dtype), '\0');
-  for (int64_t i = 0; i < count; ++i) normd::StoreFromFloat(bytes.data(), dtype, static_cast<size_t>(i), c.Value());
+  for (int64_t i = 0; i < count; ++i)
+    normd::StoreFromFloat(bytes.data(), dtype, static_cast<size_t>(i), c.Value());
   return bytes;
 }
 
@@ -151,7 +152,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const normd::StagingLayout layout = normd::LayOutLaunch(launch);
   // Regions: aligned, inside the buffers, disjoint.
   const auto itemsize = static_cast<int64_t>(normd::ItemSize(dtype));
-  std::vector<std::pair<int64_t, int64_t>> up_taken{{0, static_cast<int64_t>(n * sizeof(normd::RmsNormSegment))}};
+  std::vector<std::pair<int64_t, int64_t>> up_taken{
+      {0, static_cast<int64_t>(n * sizeof(normd::RmsNormSegment))}};
   std::vector<std::pair<int64_t, int64_t>> down_taken;
   for (size_t i = 0; i < n; ++i) {
     const normd::ValidatedRequest& r = launch.items[i]->request;
@@ -165,18 +167,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
     }
     if (r.registered_weight == nullptr) {
-      CheckRegion(layout.weight_at[i], hidden * static_cast<int64_t>(normd::ItemSize(r.weight_dtype)),
-                  layout.up_bytes, up_taken);
+      CheckRegion(layout.weight_at[i],
+                  hidden * static_cast<int64_t>(normd::ItemSize(r.weight_dtype)), layout.up_bytes,
+                  up_taken);
     } else if (layout.weight_at[i] != -1) {
       std::abort();
     }
   }
 
   // Pack with "device" = host, compute from the packed table, unpack.
-  std::vector<uint8_t> up(static_cast<size_t>(layout.up_bytes)), down(static_cast<size_t>(layout.down_bytes));
-  const absl::Status packed = normd::PackLaunch(
-      launch, layout, up.data(), up.data(), down.data(),
-      [](const normd::RegisteredWeight& w) -> absl::StatusOr<const void*> { return w.bytes.data(); });
+  std::vector<uint8_t> up(static_cast<size_t>(layout.up_bytes)),
+      down(static_cast<size_t>(layout.down_bytes));
+  const absl::Status packed =
+      normd::PackLaunch(launch, layout, up.data(), up.data(), down.data(),
+                        [](const normd::RegisteredWeight& w) -> absl::StatusOr<const void*> {
+                          return w.bytes.data();
+                        });
   if (!packed.ok()) std::abort();
   const normd::RmsNormLaunch cpu_launch{dtype, hidden, launch.rows,
                                         reinterpret_cast<const normd::RmsNormSegment*>(up.data()),
@@ -198,8 +204,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                               r.eps,
                               r.weight_offset,
                               r.weight_dtype};
-    std::vector<double> want(static_cast<size_t>(r.elements())), want_h(r.has_residual() ? want.size() : 0);
-    normd::RmsNormReference(dtype, hidden, own, want.data(), r.has_residual() ? want_h.data() : nullptr);
+    std::vector<double> want(static_cast<size_t>(r.elements())),
+        want_h(r.has_residual() ? want.size() : 0);
+    normd::RmsNormReference(dtype, hidden, own, want.data(),
+                            r.has_residual() ? want_h.data() : nullptr);
     for (size_t j = 0; j < want.size(); ++j) {
       const double got = normd::LoadAsFloat(owned[i]->output.data(), dtype, j);
       const double tol = dtype == DType::kFloat32 ? 1e-5 * std::max(std::fabs(want[j]), 1e-6)
@@ -207,8 +215,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!(std::fabs(got - want[j]) <= tol)) std::abort();
       if (r.has_residual()) {
         const double got_h = normd::LoadAsFloat(owned[i]->residual_out.data(), dtype, j);
-        if (!(std::fabs(got_h - want_h[j]) <= (dtype == DType::kFloat32 ? 1e-6 * std::fabs(want_h[j])
-                                                                         : Ulp(dtype, std::fabs(want_h[j]))))) {
+        if (!(std::fabs(got_h - want_h[j]) <= (dtype == DType::kFloat32
+                                                   ? 1e-6 * std::fabs(want_h[j])
+                                                   : Ulp(dtype, std::fabs(want_h[j]))))) {
           std::abort();
         }
       }

@@ -1,6 +1,6 @@
-// Writes the fuzzers' seed corpus (tests/fuzz/corpus/<target>/): a few valid requests of every kind, so
-// that fuzzing starts past the decoder and the validator's early refusals instead of having to find
-// its way there, and a few byte strings for the other targets.
+// Writes the fuzzers' seed corpus (tests/fuzz/corpus/<target>/): a few valid requests of every
+// kind, so that fuzzing starts past the decoder and the validator's early refusals instead of
+// having to find its way there, and a few byte strings for the other targets.
 //
 //   build/fuzz/tests/fuzz/make_seed_corpus tests/fuzz/corpus
 #include <cstdint>
@@ -33,7 +33,8 @@ normd::v1::Tensor MakeTensor(DType dtype, std::initializer_list<int64_t> shape) 
   }
   std::string data(static_cast<size_t>(count) * normd::ItemSize(dtype), '\0');
   for (int64_t i = 0; i < count; ++i) {
-    normd::StoreFromFloat(data.data(), dtype, static_cast<size_t>(i), static_cast<float>(i % 7) * 0.25f - 0.5f);
+    normd::StoreFromFloat(data.data(), dtype, static_cast<size_t>(i),
+                          static_cast<float>(i % 7) * 0.25f - 0.5f);
   }
   t.set_data(data);
   return t;
@@ -90,8 +91,9 @@ int main(int argc, char** argv) {
 
   // Conversions: floats around the rounding boundaries of fp16 and bf16, subnormals, Inf, NaN.
   const std::filesystem::path conversions = root / "fuzz_dtype_conversions";
-  const uint32_t patterns[] = {0x3F808000, 0x3F818000, 0x477FF000, 0x477FEFFF, 0x33000000, 0x387FC000,
-                               0x7F800000, 0xFF800000, 0x7FC00001, 0x00000001, 0x80000000, 0x7F7FFFFF};
+  const uint32_t patterns[] = {0x3F808000, 0x3F818000, 0x477FF000, 0x477FEFFF,
+                               0x33000000, 0x387FC000, 0x7F800000, 0xFF800000,
+                               0x7FC00001, 0x00000001, 0x80000000, 0x7F7FFFFF};
   std::string floats(sizeof patterns, '\0');
   std::memcpy(floats.data(), patterns, sizeof patterns);
   Write(conversions, "boundaries", floats);

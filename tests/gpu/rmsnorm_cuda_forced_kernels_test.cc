@@ -212,9 +212,10 @@ TEST(RmsNormCudaReload, MatchesReference) {
 }
 
 // Every variant of the reload kernel (dtype x vectors per thread (1, 2, 4) x residual x weight
-// dtype, and for two vectors with a residual both register caps) at few rows: several rows per block (H
-// 1024), idle threads (3000), 1024-thread blocks (8192 of fp32, 16384), in place or not. Small
-// enough for compute-sanitizer's memcheck and racecheck (bench/cuda/run_h200.sh, step sanitizer).
+// dtype, and for two vectors with a residual both register caps) at few rows: several rows per
+// block (H 1024), idle threads (3000), 1024-thread blocks (8192 of fp32, 16384), in place or not.
+// Small enough for compute-sanitizer's memcheck and racecheck (bench/cuda/run_h200.sh, step
+// sanitizer).
 TEST(RmsNormCudaReload, EveryVariantAtFewRows) {
   NORMD_REQUIRE_DEVICE();
   Random rng(ProcessSeed() ^ 0xEEEE);

@@ -1,6 +1,6 @@
-// Batching and streaming through the real normd (CPU backend): concurrent clients coalesce into shared
-// launches and each still gets its own right answer; a stream answers in order; a bad stream message
-// ends the stream after the earlier responses.
+// Batching and streaming through the real normd (CPU backend): concurrent clients coalesce into
+// shared launches and each still gets its own right answer; a stream answers in order; a bad stream
+// message ends the stream after the earlier responses.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -47,8 +47,9 @@ TEST(BatchingTest, SixtyFourConcurrentClientsShareLaunchesAndGetTheirOwnAnswers)
                                      "--reply-threads=3"}
           : std::vector<std::string>{"--backend=cuda", "--workers-per-gpu=1"};
   ASSERT_TRUE(server.Start(args).ok()) << server.log();
-  // Each client builds its requests first, sends them back to back, and checks the answers after, so
-  // that the server sees all 64 clients at once rather than clients busy with their own bookkeeping.
+  // Each client builds its requests first, sends them back to back, and checks the answers after,
+  // so that the server sees all 64 clients at once rather than clients busy with their own
+  // bookkeeping.
   constexpr int kClients = 64, kRequestsEach = 20;
   std::atomic<int> failures{0}, batched{0}, total{0};
   std::latch ready(kClients);  // every client connected and holding its requests before any sends
@@ -60,15 +61,17 @@ TEST(BatchingTest, SixtyFourConcurrentClientsShareLaunchesAndGetTheirOwnAnswers)
       auto stub = normd::v1::Normalizer::NewStub(channel);
       std::mt19937 rng(static_cast<uint32_t>(c));
       std::vector<NormalizeRequest> requests;
-      for (int i = 0; i < kRequestsEach; ++i) requests.push_back(MakeRequest(DType::kBFloat16, 1, 4096, c % 2 == 0, rng));
+      for (int i = 0; i < kRequestsEach; ++i)
+        requests.push_back(MakeRequest(DType::kBFloat16, 1, 4096, c % 2 == 0, rng));
       ready.arrive_and_wait();
       std::vector<NormalizeResponse> responses(kRequestsEach);
       std::vector<grpc::Status> statuses;
-      for (int i = 0; i < kRequestsEach; ++i) statuses.push_back(CallNormalize(*stub, requests[i], &responses[i]));
+      for (int i = 0; i < kRequestsEach; ++i)
+        statuses.push_back(CallNormalize(*stub, requests[i], &responses[i]));
       for (int i = 0; i < kRequestsEach; ++i) {
         const NormalizeResponse& response = responses[i];
-        const std::string mismatch =
-            statuses[i].ok() ? CompareWithReference(requests[i], response) : statuses[i].error_message();
+        const std::string mismatch = statuses[i].ok() ? CompareWithReference(requests[i], response)
+                                                      : statuses[i].error_message();
         if (!mismatch.empty()) {
           ADD_FAILURE() << "client " << c << " request " << i << ": " << mismatch;
           ++failures;
@@ -80,35 +83,39 @@ TEST(BatchingTest, SixtyFourConcurrentClientsShareLaunchesAndGetTheirOwnAnswers)
   }
   for (auto& t : clients) t.join();
   EXPECT_EQ(failures.load(), 0);
-  EXPECT_GT(batched.load(), total.load() / 2) << batched.load() << " of " << total.load() << " shared a launch";
+  EXPECT_GT(batched.load(), total.load() / 2)
+      << batched.load() << " of " << total.load() << " shared a launch";
   // Launches per request, from normd's own counters (each worker's warm-up launch excluded).
   absl::StatusOr<std::string> metrics = HttpGet(server.metrics_port(), "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   double launches = 0, workers = 0;
   const std::regex sample(R"((normd_launches_total|normd_workers)\{([^}]*)\} (\S+))");
-  for (auto it = std::sregex_iterator(metrics->begin(), metrics->end(), sample); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(metrics->begin(), metrics->end(), sample);
+       it != std::sregex_iterator(); ++it) {
     const std::string labels = (*it)[2];
     if ((*it)[1] == "normd_launches_total") launches += std::stod((*it)[3]);
-    if ((*it)[1] == "normd_workers" && labels.find("state=\"ready\"") != std::string::npos) workers += std::stod((*it)[3]);
+    if ((*it)[1] == "normd_workers" && labels.find("state=\"ready\"") != std::string::npos)
+      workers += std::stod((*it)[3]);
   }
   const double per_request = (launches - workers) / total.load();
   std::printf("launches per request under 64 concurrent clients: %.3f (%s backend)\n", per_request,
               TestBackend().c_str());
-  // Measured on H200s with one worker per GPU: 0.04 on one GPU, 0.52 on two (the 64 clients split over
-  // two idle-most-of-the-time workers); on the CPU backend 0.11. Well below one launch per request.
+  // Measured on H200s with one worker per GPU: 0.04 on one GPU, 0.52 on two (the 64 clients split
+  // over two idle-most-of-the-time workers); on the CPU backend 0.11. Well below one launch per
+  // request.
   EXPECT_LT(per_request, 0.6);
 }
 
 // --company-wait-us never delays a client alone: its launches carry one request each, so the worker
 // expects no company. (Gathering closed-loop clients is SchedulerTest.CompanyWaitGathers..., with a
-// controlled executor: on 2 cores normd rarely sees two small requests at once, so a test here could
-// not count on the first shared launch that makes the worker expect company; BENCHMARKS.md has the
-// figures from the H200.)
+// controlled executor: on 2 cores normd rarely sees two small requests at once, so a test here
+// could not count on the first shared launch that makes the worker expect company; BENCHMARKS.md
+// has the figures from the H200.)
 TEST(BatchingTest, CompanyWaitNeverDelaysALoneClient) {
   NormdProcess server;
-  std::vector<std::string> args = TestBackend() == "cpu"
-                                      ? std::vector<std::string>{"--backend=cpu"}
-                                      : std::vector<std::string>{"--backend=cuda", "--workers-per-gpu=1"};
+  std::vector<std::string> args =
+      TestBackend() == "cpu" ? std::vector<std::string>{"--backend=cpu"}
+                             : std::vector<std::string>{"--backend=cuda", "--workers-per-gpu=1"};
   args.push_back("--company-wait-us=200000");  // 200 ms: long enough to see if anyone waits for it
   ASSERT_TRUE(server.Start(args).ok()) << server.log();
   std::mt19937 rng(7);
@@ -127,12 +134,14 @@ TEST(BatchingTest, CompanyWaitNeverDelaysALoneClient) {
 }
 
 // --busy-poll-us: small requests go through the polling worker thread, large ones may take the
-// caller-thread shortcut, alone or with others, and each answer is right; SIGTERM still drains and exits 0. (That a poll ends at
-// once on Stop is SchedulerTest.BusyPollingHandsSmallRequestsToTheWorkerThread's.)
+// caller-thread shortcut, alone or with others, and each answer is right; SIGTERM still drains and
+// exits 0. (That a poll ends at once on Stop is
+// SchedulerTest.BusyPollingHandsSmallRequestsToTheWorkerThread's.)
 TEST(BatchingTest, BusyPollingServesLoneAndConcurrentClients) {
   NormdProcess server;
-  std::vector<std::string> args = TestBackend() == "cpu" ? std::vector<std::string>{"--backend=cpu"}
-                                                         : std::vector<std::string>{"--backend=cuda"};
+  std::vector<std::string> args = TestBackend() == "cpu"
+                                      ? std::vector<std::string>{"--backend=cpu"}
+                                      : std::vector<std::string>{"--backend=cuda"};
   args.push_back("--busy-poll-us=2000");
   ASSERT_TRUE(server.Start(args).ok()) << server.log();
   std::mt19937 rng(11);
@@ -146,7 +155,8 @@ TEST(BatchingTest, BusyPollingServesLoneAndConcurrentClients) {
       const grpc::Status status = CallNormalize(*stub, request, &response);
       ASSERT_TRUE(status.ok()) << status.error_message();
       EXPECT_EQ(CompareWithReference(request, response), "");
-      if (i % 5 == 4) absl::SleepFor(absl::Milliseconds(10));  // past the window: the worker sleeps, then wakes
+      if (i % 5 == 4)
+        absl::SleepFor(absl::Milliseconds(10));  // past the window: the worker sleeps, then wakes
     }
   }
   std::vector<std::thread> clients;
@@ -156,7 +166,8 @@ TEST(BatchingTest, BusyPollingServesLoneAndConcurrentClients) {
       auto client_stub = normd::v1::Normalizer::NewStub(server.NewChannel());
       std::mt19937 client_rng(static_cast<uint32_t>(200 + c));
       for (int i = 0; i < 10; ++i) {
-        const NormalizeRequest request = MakeRequest(DType::kFloat16, 2, 1024, (c + i) % 2 == 0, client_rng);
+        const NormalizeRequest request =
+            MakeRequest(DType::kFloat16, 2, 1024, (c + i) % 2 == 0, client_rng);
         NormalizeResponse response;
         const grpc::Status status = CallNormalize(*client_stub, request, &response);
         if (!status.ok() || !CompareWithReference(request, response).empty()) failures.fetch_add(1);
@@ -183,15 +194,18 @@ TEST(BatchingTest, ConcurrentMixedRequestsAreEachCorrect) {
       const int64_t hiddens[] = {64, 111, 4096};
       for (int i = 0; i < 12; ++i) {
         const DType dtype = dtypes[(c + i) % 3];
-        NormalizeRequest request = MakeRequest(dtype, 1 + (i % 4), hiddens[(c * 7 + i) % 3], (c + i) % 2 == 0, rng,
-                                               i % 2 == 0 ? dtype : DType::kFloat32);
+        NormalizeRequest request =
+            MakeRequest(dtype, 1 + (i % 4), hiddens[(c * 7 + i) % 3], (c + i) % 2 == 0, rng,
+                        i % 2 == 0 ? dtype : DType::kFloat32);
         request.set_eps(i % 3 == 0 ? 1e-6f : 1e-2f);
         request.set_weight_offset(c % 2 == 0 ? 1.0f : 0.0f);
         request.set_request_id(absl::StrCat(c, "/", i));
         NormalizeResponse response;
         const grpc::Status status = CallNormalize(*stub, request, &response);
-        std::string mismatch = status.ok() ? CompareWithReference(request, response) : status.error_message();
-        if (status.ok() && response.request_id() != request.request_id()) mismatch = "request_id not echoed";
+        std::string mismatch =
+            status.ok() ? CompareWithReference(request, response) : status.error_message();
+        if (status.ok() && response.request_id() != request.request_id())
+          mismatch = "request_id not echoed";
         if (!mismatch.empty()) {
           ADD_FAILURE() << request.request_id() << ": " << mismatch;
           ++failures;
@@ -236,7 +250,8 @@ void ExpectLargeRequestsSharingLaunchesCorrect(int workers) {
       for (const NormalizeRequest& request : requests) {
         NormalizeResponse response;
         const grpc::Status status = CallNormalize(*stub, request, &response);
-        const std::string mismatch = status.ok() ? CompareWithReference(request, response) : status.error_message();
+        const std::string mismatch =
+            status.ok() ? CompareWithReference(request, response) : status.error_message();
         if (!mismatch.empty()) {
           ADD_FAILURE() << "client " << c << ": " << mismatch;
           ++failures;
@@ -272,11 +287,12 @@ TEST(StreamTest, ThousandMessagesComeBackInOrder) {
   std::vector<NormalizeRequest> requests;
   std::mt19937 rng(9);
   for (int i = 0; i < kMessages; ++i) {
-    requests.push_back(MakeRequest(i % 3 == 0 ? DType::kFloat32 : DType::kBFloat16, 1 + i % 3, 64 + (i % 5) * 32,
-                                   i % 2 == 0, rng));
+    requests.push_back(MakeRequest(i % 3 == 0 ? DType::kFloat32 : DType::kBFloat16, 1 + i % 3,
+                                   64 + (i % 5) * 32, i % 2 == 0, rng));
     requests.back().set_request_id(absl::StrCat("m", i));
   }
-  // Write from another thread while this one reads: the server reads ahead only so far (flow control).
+  // Write from another thread while this one reads: the server reads ahead only so far (flow
+  // control).
   std::thread writer([&] {
     for (const auto& r : requests) {
       if (!stream->Write(r)) break;
@@ -317,7 +333,8 @@ TEST(StreamTest, BadMessageEndsTheStreamAfterEarlierResponses) {
   const grpc::Status status = stream->Finish();
   EXPECT_EQ(ids, (std::vector<std::string>{"r0", "r1", "r2"}));
   EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT);
-  EXPECT_NE(status.error_message().find("stream message 3"), std::string::npos) << status.error_message();
+  EXPECT_NE(status.error_message().find("stream message 3"), std::string::npos)
+      << status.error_message();
   EXPECT_NE(status.error_message().find("'r3'"), std::string::npos) << status.error_message();
   EXPECT_NE(status.error_message().find("eps"), std::string::npos) << status.error_message();
 }

@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "base/mutex.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "normd/v1/normd.grpc.pb.h"
 #include "tests/integration/hostile_clients.h"
 #include "tests/integration/normd_process.h"
@@ -33,8 +33,8 @@ using normd::v1::NormalizeResponse;
 // HostileChildClient).
 constexpr char kChildTargetEnv[] = "NORMD_HOSTILE_CHILD_TARGET";
 
-// One NormalizeStream: writes `requests` copies of one request, half-closes (at once, or when Close()
-// is called if `half_close_when_told`), reads every response.
+// One NormalizeStream: writes `requests` copies of one request, half-closes (at once, or when
+// Close() is called if `half_close_when_told`), reads every response.
 class SmallStream final : public grpc::ClientBidiReactor<NormalizeRequest, NormalizeResponse> {
  public:
   SmallStream(normd::v1::Normalizer::Stub* stub, const NormalizeRequest* request, int requests,
@@ -88,9 +88,9 @@ class SmallStream final : public grpc::ClientBidiReactor<NormalizeRequest, Norma
   std::atomic<int>* responses_;
 };
 
-// --max-concurrent-streams bounds the calls one connection has open in normd: with 60 streams held open
-// on one connection and a limit of 50, exactly 50 get their answer; the other 10 wait in the client (not
-// refused) and are served as soon as earlier streams close.
+// --max-concurrent-streams bounds the calls one connection has open in normd: with 60 streams held
+// open on one connection and a limit of 50, exactly 50 get their answer; the other 10 wait in the
+// client (not refused) and are served as soon as earlier streams close.
 TEST(HostileTest, StreamsBeyondTheConnectionLimitWaitForAFreeSlot) {
   NormdProcess server;
   ASSERT_TRUE(server.Start({"--backend=cpu", "--max-concurrent-streams=50"}).ok()) << server.log();
@@ -107,8 +107,10 @@ TEST(HostileTest, StreamsBeyondTheConnectionLimitWaitForAFreeSlot) {
                                                     /*half_close_when_told=*/true));
   }
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (responses.load() < kLimit && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
-  absl::SleepFor(absl::Milliseconds(500));  // time for any stream past the limit to get through, wrongly
+  while (responses.load() < kLimit && absl::Now() < deadline)
+    absl::SleepFor(absl::Milliseconds(10));
+  absl::SleepFor(
+      absl::Milliseconds(500));  // time for any stream past the limit to get through, wrongly
   EXPECT_EQ(responses.load(), kLimit) << "streams answered while " << kStreams << " were held open";
   for (auto& stream : streams) stream->Close();
   done.Wait();
@@ -121,7 +123,8 @@ TEST(HostileTest, TwoThousandStreamsOnOneConnection) {
   ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();
   WellBehavedClient good(server);
   constexpr int kStreams = 2000;
-  auto channel = server.NewChannel();  // one channel, one connection: HTTP/2 multiplexes every stream
+  auto channel =
+      server.NewChannel();  // one channel, one connection: HTTP/2 multiplexes every stream
   auto stub = normd::v1::Normalizer::NewStub(channel);
   std::mt19937 rng(5);
   const NormalizeRequest request = MakeRequest(DType::kBFloat16, 2, 256, false, rng);
@@ -130,11 +133,12 @@ TEST(HostileTest, TwoThousandStreamsOnOneConnection) {
   const absl::Time start = absl::Now();
   std::vector<std::unique_ptr<SmallStream>> streams;
   for (int i = 0; i < kStreams; ++i) {
-    streams.push_back(std::make_unique<SmallStream>(stub.get(), &request, 3, &done, &ok, &responses));
+    streams.push_back(
+        std::make_unique<SmallStream>(stub.get(), &request, 3, &done, &ok, &responses));
   }
   done.Wait();
-  std::printf("[figure] 2000 streams on one connection: %d ok, %d responses, in %s\n", ok.load(), responses.load(),
-              absl::FormatDuration(absl::Now() - start).c_str());
+  std::printf("[figure] 2000 streams on one connection: %d ok, %d responses, in %s\n", ok.load(),
+              responses.load(), absl::FormatDuration(absl::Now() - start).c_str());
   EXPECT_EQ(ok.load(), kStreams);
   EXPECT_EQ(responses.load(), 3 * kStreams);
   ExpectServedNormally("2000 streams", good.Stop());
@@ -144,14 +148,15 @@ TEST(HostileTest, TwoThousandStreamsOnOneConnection) {
 TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
   NormdProcess server;
   constexpr int kMaxInflight = 4;
-  ASSERT_TRUE(server.Start({"--backend=cpu", absl::StrCat("--stream-max-inflight=", kMaxInflight)}).ok())
+  ASSERT_TRUE(
+      server.Start({"--backend=cpu", absl::StrCat("--stream-max-inflight=", kMaxInflight)}).ok())
       << server.log();
   WellBehavedClient good(server);
   const int64_t rss_before = server.ResidentBytes();
   auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
   std::mt19937 rng(6);
   const NormalizeRequest request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);  // 1 MiB
-  constexpr int kOffered = 256;                                                          // 256 MiB offered
+  constexpr int kOffered = 256;  // 256 MiB offered
   grpc::ClientContext context;
   auto call = stub->NormalizeStream(&context);
   std::atomic<int> written{0};
@@ -167,13 +172,16 @@ TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
   const int64_t rss_stalled = server.ResidentBytes();
   absl::SleepFor(absl::Seconds(1));
   const int64_t rss_later = server.ResidentBytes();
-  std::printf("[figure] never-read stream (--stream-max-inflight=%d, 1 MiB requests): client wrote %d of %d, "
-              "server RSS +%.1f MiB (stalled), +%.1f MiB (1 s later)\n",
-              kMaxInflight, written.load(), kOffered, static_cast<double>(rss_stalled - rss_before) / (1 << 20),
-              static_cast<double>(rss_later - rss_before) / (1 << 20));
+  std::printf(
+      "[figure] never-read stream (--stream-max-inflight=%d, 1 MiB requests): client wrote %d of "
+      "%d, "
+      "server RSS +%.1f MiB (stalled), +%.1f MiB (1 s later)\n",
+      kMaxInflight, written.load(), kOffered,
+      static_cast<double>(rss_stalled - rss_before) / (1 << 20),
+      static_cast<double>(rss_later - rss_before) / (1 << 20));
   EXPECT_LT(written.load(), kOffered) << "the writer was never stopped by flow control";
-  // The server holds at most kMaxInflight requests and responses (8 MiB) plus HTTP/2 windows and buffers;
-  // 64 MiB is a bound that reading the 256 MiB offered would break.
+  // The server holds at most kMaxInflight requests and responses (8 MiB) plus HTTP/2 windows and
+  // buffers; 64 MiB is a bound that reading the 256 MiB offered would break.
   if (!kSanitizedBuild) EXPECT_LT(rss_later - rss_before, int64_t{64} << 20);
   context.TryCancel();
   writer.join();
@@ -184,15 +192,16 @@ TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
 
 // Runs only in a child copy of this binary (see ClientsThatVanishMidStreamAndMidBatch): streams and
 // unary calls from 8 threads as fast as it can, until its parent SIGKILLs it.
-// DISABLED_: not a test of its own, only the client process that ClientsThatVanishMidStreamAndMidBatch
-// starts (with --gtest_also_run_disabled_tests) and kills.
+// DISABLED_: not a test of its own, only the client process that
+// ClientsThatVanishMidStreamAndMidBatch starts (with --gtest_also_run_disabled_tests) and kills.
 TEST(HostileChildClient, DISABLED_RunsUntilKilled) {
   const char* target = std::getenv(kChildTargetEnv);
   ASSERT_NE(target, nullptr) << "runs only as the child of ClientsThatVanishMidStreamAndMidBatch";
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([target, t] {
-      auto stub = normd::v1::Normalizer::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+      auto stub = normd::v1::Normalizer::NewStub(
+          grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
       std::mt19937 rng(static_cast<uint32_t>(t));
       const NormalizeRequest request = MakeRequest(DType::kBFloat16, 64, 4096, t % 2 == 0, rng);
       while (true) {
@@ -207,7 +216,8 @@ TEST(HostileChildClient, DISABLED_RunsUntilKilled) {
         call->Read(&response);  // then keep writing with most responses unread
         for (int i = 0; i < 16; ++i) call->Write(request);
         call->WritesDone();
-        while (call->Read(&response)) {}
+        while (call->Read(&response)) {
+        }
         call->Finish();
       }
     });
@@ -217,7 +227,8 @@ TEST(HostileChildClient, DISABLED_RunsUntilKilled) {
 
 TEST(HostileTest, ClientsThatVanishMidStreamAndMidBatch) {
   NormdProcess server;
-  // Partial launches wait 20 ms for company, so that cancellations land while requests sit in a batch.
+  // Partial launches wait 20 ms for company, so that cancellations land while requests sit in a
+  // batch.
   ASSERT_TRUE(server.Start({"--backend=cpu", "--max-queue-delay-us=20000"}).ok()) << server.log();
   WellBehavedClient good(server);
   auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
@@ -243,9 +254,11 @@ TEST(HostileTest, ClientsThatVanishMidStreamAndMidBatch) {
           status = stub->Normalize(&context, request, &response);
         } else {
           auto call = stub->NormalizeStream(&context);
-          for (int k = 0; k < 8 && call->Write(request); ++k) {}
+          for (int k = 0; k < 8 && call->Write(request); ++k) {
+          }
           call->WritesDone();
-          while (call->Read(&response)) {}
+          while (call->Read(&response)) {
+          }
           status = call->Finish();
         }
         cancel.join();
@@ -266,7 +279,8 @@ TEST(HostileTest, ClientsThatVanishMidStreamAndMidBatch) {
 
   // 2. A client process SIGKILLed mid-stream and mid-batch: its connections just drop.
   const std::string self = "/proc/self/exe";
-  std::vector<std::string> args = {self, "--gtest_filter=HostileChildClient.DISABLED_RunsUntilKilled",
+  std::vector<std::string> args = {self,
+                                   "--gtest_filter=HostileChildClient.DISABLED_RunsUntilKilled",
                                    "--gtest_also_run_disabled_tests"};
   std::vector<std::string> env = {absl::StrCat(kChildTargetEnv, "=", server.address())};
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
@@ -282,15 +296,20 @@ TEST(HostileTest, ClientsThatVanishMidStreamAndMidBatch) {
     // Kill it once it has requests in the server (or after 3 s, whichever comes first).
     const absl::Time give_up = absl::Now() + absl::Seconds(3);
     absl::SleepFor(absl::Milliseconds(300));
-    // Counts what the loop saw: a second scrape could find the child between requests (seen under ASan).
+    // Counts what the loop saw: a second scrape could find the child between requests (seen under
+    // ASan).
     int64_t inflight = 0;
-    while ((inflight = InflightRequests(server)) <= 0 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(2));
+    while ((inflight = InflightRequests(server)) <= 0 && absl::Now() < give_up)
+      absl::SleepFor(absl::Milliseconds(2));
     killed_with_inflight += inflight > 0;
     kill(child, SIGKILL);
     waitpid(child, nullptr, 0);
   }
-  std::printf("[figure] vanishing clients: %d cancelled, %d completed; child killed with requests in flight "
-              "%d of 3 times\n", cancelled.load(), completed.load(), killed_with_inflight);
+  std::printf(
+      "[figure] vanishing clients: %d cancelled, %d completed; child killed with requests in "
+      "flight "
+      "%d of 3 times\n",
+      cancelled.load(), completed.load(), killed_with_inflight);
   EXPECT_GT(killed_with_inflight, 0);
   // Every slot the vanished clients held is released, and the server answers as before.
   EXPECT_EQ(WaitForNoInflight(server), 0) << server.log();

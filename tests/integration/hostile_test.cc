@@ -1,10 +1,10 @@
 // Hostile and broken clients against the real binary on loopback, one message at a time: bytes that
-// are not a protobuf, shapes that lie about their size, 1 µs deadlines. (Streams that are abused, and
-// clients that vanish, are in hostile_stream_test.cc.) Each test runs a well-behaved client
+// are not a protobuf, shapes that lie about their size, 1 µs deadlines. (Streams that are abused,
+// and clients that vanish, are in hostile_stream_test.cc.) Each test runs a well-behaved client
 // (hostile_clients.h: one small Normalize every 5 ms) for its whole length and checks that it was
 // served, OK and with normal latency, while another client misbehaves; after each,
-// normd_inflight_requests on /metrics must return to 0. The suites are sized to run in well under 40 s
-// on 2 cores.
+// normd_inflight_requests on /metrics must return to 0. The suites are sized to run in well under
+// 40 s on 2 cores.
 #include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 #include <random>
 #include <thread>
 
-#include "base/mutex.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "normd/v1/normd.grpc.pb.h"
 #include "tests/integration/hostile_clients.h"
 #include "tests/integration/normd_process.h"
@@ -29,10 +29,12 @@ using normd::v1::NormalizeResponse;
 // A NormalizeStream through the generic API: a good message, then `bad` bytes, then half-close.
 class BadStreamMessage final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  BadStreamMessage(const std::shared_ptr<grpc::Channel>& channel, const std::string& good, const std::string& bad)
+  BadStreamMessage(const std::shared_ptr<grpc::Channel>& channel, const std::string& good,
+                   const std::string& bad)
       : stub_(channel), good_(ToByteBuffer(good)), bad_(ToByteBuffer(bad)) {
     context_.set_deadline(In(absl::Seconds(10)));
-    stub_.PrepareBidiStreamingCall(&context_, "/normd.v1.Normalizer/NormalizeStream", grpc::StubOptions(), this);
+    stub_.PrepareBidiStreamingCall(&context_, "/normd.v1.Normalizer/NormalizeStream",
+                                   grpc::StubOptions(), this);
     normd::HandingToLibrary(this);  // see base/mutex.h: gRPC's hand-offs, stated for TSan
     StartWrite(&good_);
     StartRead(&response_);
@@ -99,15 +101,16 @@ TEST(HostileTest, BytesThatAreNotAProtobufAreRefused) {
   };
   grpc::GenericStub generic(server.NewChannel());
   for (const Case& c : kCases) {
-    for (int i = 0; i < 20; ++i) {  // repeated, so that a leak per bad call would show in the RSS below
+    for (int i = 0; i < 20;
+         ++i) {  // repeated, so that a leak per bad call would show in the RSS below
       grpc::ClientContext context;
       context.set_deadline(In(absl::Seconds(10)));
       const grpc::ByteBuffer request = ToByteBuffer(c.bytes);
       grpc::ByteBuffer response;
       normd::Notification done;
       grpc::Status status;
-      generic.UnaryCall(&context, "/normd.v1.Normalizer/Normalize", grpc::StubOptions(), &request, &response,
-                        [&](grpc::Status s) {
+      generic.UnaryCall(&context, "/normd.v1.Normalizer/Normalize", grpc::StubOptions(), &request,
+                        &response, [&](grpc::Status s) {
                           status = std::move(s);
                           done.Notify();
                         });
@@ -167,14 +170,17 @@ TEST(HostileTest, ShapesThatLieAboutTheirSizeAreRefused) {
         call->Write(request);
         call->WritesDone();
         NormalizeResponse response;
-        while (call->Read(&response)) {}
+        while (call->Read(&response)) {
+        }
         status = call->Finish();
       } else {
         NormalizeResponse response;
         status = stub->Normalize(&context, request, &response);
       }
-      EXPECT_TRUE(status.error_code() == grpc::INVALID_ARGUMENT || status.error_code() == grpc::RESOURCE_EXHAUSTED)
-          << c.name << (stream ? " (stream)" : "") << ": " << status.error_code() << " " << status.error_message();
+      EXPECT_TRUE(status.error_code() == grpc::INVALID_ARGUMENT ||
+                  status.error_code() == grpc::RESOURCE_EXHAUSTED)
+          << c.name << (stream ? " (stream)" : "") << ": " << status.error_code() << " "
+          << status.error_message();
     }
   }
   ExpectServedNormally("lying shapes", good.Stop());
@@ -205,7 +211,8 @@ TEST(HostileTest, OneMicrosecondDeadlinesUnderConcurrency) {
           auto call = stub->NormalizeStream(&context);
           call->Write(request);
           call->WritesDone();
-          while (call->Read(&response)) {}
+          while (call->Read(&response)) {
+          }
           status = call->Finish();
         }
         if (status.error_code() == grpc::DEADLINE_EXCEEDED) {
@@ -220,8 +227,8 @@ TEST(HostileTest, OneMicrosecondDeadlinesUnderConcurrency) {
     });
   }
   for (auto& t : threads) t.join();
-  std::printf("[figure] 1 us deadlines: %d DEADLINE_EXCEEDED, %d ok, %d other of 400\n", exceeded.load(), ok.load(),
-              other.load());
+  std::printf("[figure] 1 us deadlines: %d DEADLINE_EXCEEDED, %d ok, %d other of 400\n",
+              exceeded.load(), ok.load(), other.load());
   EXPECT_EQ(other.load(), 0);
   EXPECT_GT(exceeded.load(), 0);
   EXPECT_EQ(WaitForNoInflight(server), 0);

@@ -27,7 +27,8 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
   }
   std::string response;
   char buf[65536];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) response.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+    response.append(buf, static_cast<size_t>(n));
   close(fd);
   const size_t body = response.find("\r\n\r\n");
   if (body == std::string::npos) return absl::InternalError("no HTTP header end in the response");

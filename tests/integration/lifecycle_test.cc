@@ -1,6 +1,7 @@
 // normd's lifecycle and limits through the real binary: SIGTERM drains without losing an accepted
-// request; load past --max-queue-bytes is refused promptly with RESOURCE_EXHAUSTED while memory stays
-// bounded; expired deadlines are answered DEADLINE_EXCEEDED; --malloc-arenas is checked and taken.
+// request; load past --max-queue-bytes is refused promptly with RESOURCE_EXHAUSTED while memory
+// stays bounded; expired deadlines are answered DEADLINE_EXCEEDED; --malloc-arenas is checked and
+// taken.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
@@ -47,14 +48,16 @@ void SigtermUnderLoadOnce(absl::Duration load_for) {
         if (status.ok()) {
           ++ok;
           if (!CompareWithReference(request, response).empty()) ++lost;
-        } else if (status.error_code() == grpc::UNAVAILABLE || status.error_code() == grpc::CANCELLED) {
-          // Refused: normd answers UNAVAILABLE once draining; gRPC fails with CANCELLED a call it was
-          // still receiving when it stopped taking calls. Whether any such call had been accepted by
-          // normd is checked below against the server's own count.
+        } else if (status.error_code() == grpc::UNAVAILABLE ||
+                   status.error_code() == grpc::CANCELLED) {
+          // Refused: normd answers UNAVAILABLE once draining; gRPC fails with CANCELLED a call it
+          // was still receiving when it stopped taking calls. Whether any such call had been
+          // accepted by normd is checked below against the server's own count.
           ++refused;
           absl::SleepFor(absl::Milliseconds(5));
         } else {
-          ADD_FAILURE() << "request failed: " << status.error_code() << " '" << status.error_message() << "'";
+          ADD_FAILURE() << "request failed: " << status.error_code() << " '"
+                        << status.error_message() << "'";
           ++lost;
         }
       }
@@ -73,15 +76,18 @@ void SigtermUnderLoadOnce(absl::Duration load_for) {
   EXPECT_EQ(lost.load(), 0) << server.log();
   ASSERT_TRUE(WIFEXITED(exit_status)) << exit_status << "\n" << server.log();
   EXPECT_EQ(WEXITSTATUS(exit_status), 0) << server.log();
-  // normd's own count: every request it accepted was answered OK, and each of those reached a client.
+  // normd's own count: every request it accepted was answered OK, and each of those reached a
+  // client.
   std::smatch match;
   const std::string log = server.log();
-  ASSERT_TRUE(std::regex_search(log, match, std::regex(R"(answered: (\d+) ok, (\d+) not ok)"))) << log;
+  ASSERT_TRUE(std::regex_search(log, match, std::regex(R"(answered: (\d+) ok, (\d+) not ok)")))
+      << log;
   EXPECT_EQ(std::stoi(match[2]), 0) << log;
   EXPECT_EQ(std::stoi(match[1]), ok.load()) << log;
 }
 
-// Issue 7: the drain, repeated 20 times, SIGTERM landing at a different moment of the load each time.
+// Issue 7: the drain, repeated 20 times, SIGTERM landing at a different moment of the load each
+// time.
 TEST(LifecycleTest, SigtermUnderLoadLosesNoAcceptedRequestTwentyTimes) {
   for (int round = 0; round < 20; ++round) {
     SCOPED_TRACE(round);
@@ -92,10 +98,11 @@ TEST(LifecycleTest, SigtermUnderLoadLosesNoAcceptedRequestTwentyTimes) {
 
 TEST(LifecycleTest, OverloadIsRefusedPromptlyAndMemoryStaysBounded) {
   NormdProcess server;
-  // Room for one request of 1 MiB at a time (from admission until its response is sent), so that any
-  // two of the 32 clients overlapping make a refusal. With room for 4, one CI run under ASan on a
-  // loaded machine saw no refusal at all: the requests reached normd one by one.
-  ASSERT_TRUE(server.Start({"--backend=cpu", "--cpu-threads=1", "--max-queue-bytes=1048576"}).ok()) << server.log();
+  // Room for one request of 1 MiB at a time (from admission until its response is sent), so that
+  // any two of the 32 clients overlapping make a refusal. With room for 4, one CI run under ASan on
+  // a loaded machine saw no refusal at all: the requests reached normd one by one.
+  ASSERT_TRUE(server.Start({"--backend=cpu", "--cpu-threads=1", "--max-queue-bytes=1048576"}).ok())
+      << server.log();
   const int64_t rss_idle = server.ResidentBytes();
   std::atomic<int> ok{0}, exhausted{0}, other{0};
   std::atomic<int64_t> max_rss{0}, slowest_refusal_us{0};
@@ -117,13 +124,17 @@ TEST(LifecycleTest, OverloadIsRefusedPromptlyAndMemoryStaysBounded) {
           ++exhausted;
           const int64_t us = absl::ToInt64Microseconds(absl::Now() - start);
           int64_t prev = slowest_refusal_us.load();
-          while (us > prev && !slowest_refusal_us.compare_exchange_weak(prev, us)) {}
+          while (us > prev && !slowest_refusal_us.compare_exchange_weak(prev, us)) {
+          }
         } else {
-          if (++other == 1) ADD_FAILURE() << "first other error: " << status.error_code() << " " << status.error_message();
+          if (++other == 1)
+            ADD_FAILURE() << "first other error: " << status.error_code() << " "
+                          << status.error_message();
         }
         const int64_t rss = server.ResidentBytes();
         int64_t prev = max_rss.load();
-        while (rss > prev && !max_rss.compare_exchange_weak(prev, rss)) {}
+        while (rss > prev && !max_rss.compare_exchange_weak(prev, rss)) {
+        }
       }
     });
   }
@@ -131,10 +142,12 @@ TEST(LifecycleTest, OverloadIsRefusedPromptlyAndMemoryStaysBounded) {
   EXPECT_GT(ok.load(), 0);
   EXPECT_GT(exhausted.load(), 0) << "32 clients of 1 MiB each never passed a 1 MiB queue budget";
   EXPECT_EQ(other.load(), 0);
-  // Bounded: the queue holds at most 1 MiB of payload (plus its response), whatever 32 clients offer.
-  // gRPC's own buffers for messages it has read but normd has not yet admitted come on top; 256 MiB
-  // over idle is a generous bound that unbounded queueing (32 x 20 MiB offered) would pass.
-  if (!kSanitizedBuild) EXPECT_LT(max_rss.load() - rss_idle, int64_t{256} << 20) << "idle " << rss_idle << " max " << max_rss.load();
+  // Bounded: the queue holds at most 1 MiB of payload (plus its response), whatever 32 clients
+  // offer. gRPC's own buffers for messages it has read but normd has not yet admitted come on top;
+  // 256 MiB over idle is a generous bound that unbounded queueing (32 x 20 MiB offered) would pass.
+  if (!kSanitizedBuild)
+    EXPECT_LT(max_rss.load() - rss_idle, int64_t{256} << 20)
+        << "idle " << rss_idle << " max " << max_rss.load();
   // Recovery: with the load gone, a request is served at once.
   auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
   std::mt19937 rng(1);
@@ -162,24 +175,28 @@ TEST(LifecycleTest, ExpiredDeadlineIsDeadlineExceeded) {
   EXPECT_TRUE(stub->Normalize(&context, request, &response).ok());
 }
 
-// --malloc-arenas: a negative count stops normd at start with a message naming the flag; by default it
-// is one arena per 4 cores (at least 1); an explicit count is taken as given, and normd serves with it.
+// --malloc-arenas: a negative count stops normd at start with a message naming the flag; by default
+// it is one arena per 4 cores (at least 1); an explicit count is taken as given, and normd serves
+// with it.
 TEST(LifecycleTest, MallocArenasAreCheckedDefaultedPerCoresAndTaken) {
   {
     NormdProcess server;
     EXPECT_FALSE(server.Start({"--backend=cpu", "--malloc-arenas=-1"}, absl::Seconds(20)).ok());
     EXPECT_TRUE(server.WaitForLog("--malloc_arenas = -1 must be >= 0")) << server.log();
   }
-  // Cores normd may run on: it inherits this process's affinity mask and counts that, not the machine.
+  // Cores normd may run on: it inherits this process's affinity mask and counts that, not the
+  // machine.
   cpu_set_t affinity;
   CPU_ZERO(&affinity);
   ASSERT_EQ(sched_getaffinity(0, sizeof(affinity), &affinity), 0);
   const int per_cores = std::max(1, CPU_COUNT(&affinity) / 4);
-  for (const auto& [args, expected] : {std::pair<std::vector<std::string>, int>{{"--backend=cpu"}, per_cores},
-                                       {{"--backend=cpu", "--malloc-arenas=3"}, 3}}) {
+  for (const auto& [args, expected] :
+       {std::pair<std::vector<std::string>, int>{{"--backend=cpu"}, per_cores},
+        {{"--backend=cpu", "--malloc-arenas=3"}, 3}}) {
     NormdProcess server;
     ASSERT_TRUE(server.Start(args).ok()) << server.log();
-    EXPECT_TRUE(absl::StrContains(server.log(), absl::StrCat("malloc_arenas=", expected))) << server.log();
+    EXPECT_TRUE(absl::StrContains(server.log(), absl::StrCat("malloc_arenas=", expected)))
+        << server.log();
     auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
     std::mt19937 rng(3);
     const NormalizeRequest request = MakeRequest(DType::kBFloat16, 64, 4096, true, rng);

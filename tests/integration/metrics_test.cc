@@ -65,7 +65,8 @@ Exposition Parse(const std::string& text) {
     } else if (std::regex_match(line, m, kSample)) {
       Sample s{m[1], {}, std::stod(m[4])};
       const std::string labels = m[3];
-      for (auto it = std::sregex_iterator(labels.begin(), labels.end(), kLabel); it != std::sregex_iterator(); ++it) {
+      for (auto it = std::sregex_iterator(labels.begin(), labels.end(), kLabel);
+           it != std::sregex_iterator(); ++it) {
         s.labels[(*it)[1]] = (*it)[2];
       }
       e.samples.push_back(std::move(s));
@@ -84,8 +85,8 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
   NormdProcess server;
   ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();
   ASSERT_GT(server.metrics_port(), 0) << server.log();
-  // Labels differ by backend: the CPU backend's device is "cpu" and its one stage "cpu"; a GPU's device
-  // is its index and its compute stage "kernel".
+  // Labels differ by backend: the CPU backend's device is "cpu" and its one stage "cpu"; a GPU's
+  // device is its index and its compute stage "kernel".
   const bool cpu = TestBackend() == "cpu";
   const std::string device = cpu ? "cpu" : "0";
   const std::string compute_stage = cpu ? "cpu" : "kernel";
@@ -100,7 +101,8 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
   for (int i = 0; i < 20; ++i) {
     const auto request = MakeRequest(DType::kBFloat16, 1 + i % 3, 256, i % 2 == 0, rng);
     ASSERT_TRUE(normalize(request).ok());
-    payload_in += static_cast<int64_t>(request.input().data().size() + request.residual().data().size());
+    payload_in +=
+        static_cast<int64_t>(request.input().data().size() + request.residual().data().size());
     rows += 1 + i % 3;
   }
   for (int i = 0; i < 5; ++i) {
@@ -131,7 +133,8 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
     }
     stream->WritesDone();
     normd::v1::NormalizeResponse response;
-    while (stream->Read(&response)) {}
+    while (stream->Read(&response)) {
+    }
     ASSERT_TRUE(stream->Finish().ok());
   }
 
@@ -140,21 +143,32 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
   const Exposition e = Parse(*text);
 
   const std::map<std::string, std::string> kTypes = {
-      {"normd_requests_total", "counter"}, {"normd_request_duration_seconds", "histogram"},
-      {"normd_queue_wait_seconds", "histogram"}, {"normd_stage_duration_seconds", "histogram"},
-      {"normd_batch_rows", "histogram"}, {"normd_batch_requests", "histogram"},
-      {"normd_launches_total", "counter"}, {"normd_rows_total", "counter"}, {"normd_bytes_total", "counter"},
+      {"normd_requests_total", "counter"},
+      {"normd_request_duration_seconds", "histogram"},
+      {"normd_queue_wait_seconds", "histogram"},
+      {"normd_stage_duration_seconds", "histogram"},
+      {"normd_batch_rows", "histogram"},
+      {"normd_batch_requests", "histogram"},
+      {"normd_launches_total", "counter"},
+      {"normd_rows_total", "counter"},
+      {"normd_bytes_total", "counter"},
       {"normd_kernel_bandwidth_bytes_per_second", "histogram"},
-      {"normd_device_copy_bandwidth_bytes_per_second", "gauge"}, {"normd_queue_depth", "gauge"},
-      {"normd_inflight_requests", "gauge"}, {"normd_pinned_bytes", "gauge"}, {"normd_device_bytes", "gauge"},
-      {"normd_weights_registered", "gauge"}, {"normd_workers", "gauge"}, {"normd_build_info", "gauge"}};
+      {"normd_device_copy_bandwidth_bytes_per_second", "gauge"},
+      {"normd_queue_depth", "gauge"},
+      {"normd_inflight_requests", "gauge"},
+      {"normd_pinned_bytes", "gauge"},
+      {"normd_device_bytes", "gauge"},
+      {"normd_weights_registered", "gauge"},
+      {"normd_workers", "gauge"},
+      {"normd_build_info", "gauge"}};
   for (const auto& [family, type] : kTypes) {
     auto it = e.types.find(family);
     ASSERT_NE(it, e.types.end()) << family << " missing from:\n" << *text;
     EXPECT_EQ(it->second, type) << family;
   }
   EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "Normalize"}, {"code", "OK"}}), 20);
-  EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "Normalize"}, {"code", "INVALID_ARGUMENT"}}), 5);
+  EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "Normalize"}, {"code", "INVALID_ARGUMENT"}}),
+            5);
   EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "Normalize"}, {"code", "NOT_FOUND"}}), 3);
   EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "RegisterWeight"}, {"code", "OK"}}), 1);
   EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "NormalizeStream"}, {"code", "OK"}}), 7);
@@ -167,7 +181,8 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
   EXPECT_EQ(e.Sum("normd_rows_total"), static_cast<double>(rows) + workers);
   EXPECT_GE(e.Sum("normd_launches_total", {{"device", device}}), 1);
   EXPECT_EQ(e.Sum("normd_batch_rows_count"), e.Sum("normd_launches_total"));
-  EXPECT_EQ(e.Sum("normd_stage_duration_seconds_count", {{"stage", compute_stage}}), e.Sum("normd_launches_total"));
+  EXPECT_EQ(e.Sum("normd_stage_duration_seconds_count", {{"stage", compute_stage}}),
+            e.Sum("normd_launches_total"));
   if (!cpu) {  // the CUDA executor's host side: enqueueing each launch, and waiting for it
     EXPECT_EQ(e.Sum("normd_stage_duration_seconds_count", {{"stage", "submit"}}),
               e.Sum("normd_launches_total"));
@@ -207,13 +222,15 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
   EXPECT_EQ(TypeOf(e, "process_resident_memory_bytes"), "gauge");
   EXPECT_GT(e.Sum("process_cpu_seconds_total"), 0);
   EXPECT_EQ(TypeOf(e, "process_cpu_seconds_total"), "counter");
-  EXPECT_TRUE(e.Has("normd_allocator_bytes")) << "no allocator figures (glibc >= 2.33 has mallinfo2)";
+  EXPECT_TRUE(e.Has("normd_allocator_bytes"))
+      << "no allocator figures (glibc >= 2.33 has mallinfo2)";
   // A sanitizer's allocator replaces glibc's, whose mallinfo2 then reports zeros.
   if (!kSanitizedBuild) EXPECT_GT(e.Sum("normd_allocator_bytes", {{"state", "in_use"}}), 0);
   // Counts and timings only: nothing of a tensor's bytes or a weight's id reaches the endpoint.
   EXPECT_EQ(text->find("w-float32"), std::string::npos);
 
-  // promtool (Debian's prometheus package, installed by scripts/install-deps.sh) lints the exposition.
+  // promtool (Debian's prometheus package, installed by scripts/install-deps.sh) lints the
+  // exposition.
   const std::string path = ::testing::TempDir() + "/normd_metrics.txt";
   std::ofstream(path) << *text;
   std::FILE* lint = popen(("promtool check metrics < " + path + " 2>&1").c_str(), "r");
@@ -224,17 +241,19 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
   const int lint_status = pclose(lint);
   if (WEXITSTATUS(lint_status) == 127 && !cpu) {
     // The GPU machine has no Prometheus packages; CI (CPU backend) runs this lint on the same code.
-    std::printf("note: promtool not installed on this machine; the exposition lint was not run here\n");
+    std::printf(
+        "note: promtool not installed on this machine; the exposition lint was not run here\n");
     return;
   }
-  ASSERT_NE(WEXITSTATUS(lint_status), 127) << "promtool is not installed: run scripts/install-deps.sh";
+  ASSERT_NE(WEXITSTATUS(lint_status), 127)
+      << "promtool is not installed: run scripts/install-deps.sh";
   EXPECT_EQ(lint_status, 0) << lint_output;
   EXPECT_EQ(lint_output, "") << lint_output;
 }
 
 // The metrics endpoint carries counts and timings, never what clients sent: after requests whose
-// tensors, weight and request_id hold recognisable ASCII, none of it appears in /metrics, and every label
-// is one of normd's own (no label's value can come from a request).
+// tensors, weight and request_id hold recognisable ASCII, none of it appears in /metrics, and every
+// label is one of normd's own (no label's value can come from a request).
 TEST(MetricsTest, ExpositionCarriesNoTensorDataWeightsOrRequestIds) {
   NormdProcess server;
   ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();
@@ -280,8 +299,8 @@ TEST(MetricsTest, ExpositionCarriesNoTensorDataWeightsOrRequestIds) {
   absl::StatusOr<std::string> metrics = HttpGet(server.metrics_port(), "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   ASSERT_NE(metrics->find("normd_requests_total"), std::string::npos);  // it is the real exposition
-  for (const char* secret : {"secret", "tensorsec", "weightsec", "residualsec", "inlineweight", "requestid",
-                             reg_response.weight_id().c_str()}) {
+  for (const char* secret : {"secret", "tensorsec", "weightsec", "residualsec", "inlineweight",
+                             "requestid", reg_response.weight_id().c_str()}) {
     EXPECT_EQ(metrics->find(secret), std::string::npos) << "/metrics contains '" << secret << "'";
   }
   const std::set<std::string> own_labels = {"method",    "code",     "device",  "stage",
@@ -289,7 +308,8 @@ TEST(MetricsTest, ExpositionCarriesNoTensorDataWeightsOrRequestIds) {
                                             "version",   "quantile", "le",      "source"};
   for (const Sample& sample : Parse(*metrics).samples) {
     for (const auto& [label, value] : sample.labels) {
-      EXPECT_TRUE(own_labels.count(label)) << sample.name << " has a label normd does not define: " << label;
+      EXPECT_TRUE(own_labels.count(label))
+          << sample.name << " has a label normd does not define: " << label;
     }
   }
 }

@@ -21,7 +21,8 @@ class NormalizeTest : public SuiteNormdTest<NormalizeTest> {
     stub_ = normd::v1::Normalizer::NewStub(server_->NewChannel());
   }
 
-  grpc::Status Normalize(const normd::v1::NormalizeRequest& request, normd::v1::NormalizeResponse* response) {
+  grpc::Status Normalize(const normd::v1::NormalizeRequest& request,
+                         normd::v1::NormalizeResponse* response) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     return stub_->Normalize(&context, request, response);
@@ -80,12 +81,14 @@ struct ValueCase {
   int64_t hidden;
 };
 
-class NormalizeValuesTest : public NormalizeTest, public ::testing::WithParamInterface<ValueCase> {};
+class NormalizeValuesTest : public NormalizeTest,
+                            public ::testing::WithParamInterface<ValueCase> {};
 
 TEST_P(NormalizeValuesTest, MatchesReference) {
   const ValueCase c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(c.rows * 7919 + c.hidden));
-  normd::v1::NormalizeRequest request = MakeRequest(c.dtype, c.rows, c.hidden, c.residual, rng, c.weight_dtype);
+  normd::v1::NormalizeRequest request =
+      MakeRequest(c.dtype, c.rows, c.hidden, c.residual, rng, c.weight_dtype);
   request.set_weight_offset(c.weight_offset);
   request.set_eps(1e-5f);
   normd::v1::NormalizeResponse response;
@@ -113,9 +116,11 @@ std::vector<ValueCase> AllValueCases() {
 INSTANTIATE_TEST_SUITE_P(AllDtypes, NormalizeValuesTest, ::testing::ValuesIn(AllValueCases()),
                          [](const ::testing::TestParamInfo<ValueCase>& info) {
                            const ValueCase& c = info.param;
-                           return std::string(DTypeName(c.dtype)) + "_w" + DTypeName(c.weight_dtype) +
-                                  (c.residual ? "_residual" : "_plain") + (c.weight_offset != 0 ? "_offset1" : "") +
-                                  "_" + std::to_string(c.rows) + "x" + std::to_string(c.hidden);
+                           return std::string(DTypeName(c.dtype)) + "_w" +
+                                  DTypeName(c.weight_dtype) +
+                                  (c.residual ? "_residual" : "_plain") +
+                                  (c.weight_offset != 0 ? "_offset1" : "") + "_" +
+                                  std::to_string(c.rows) + "x" + std::to_string(c.hidden);
                          });
 
 // Tensors of 32 MiB: their responses are written into buffers kept from earlier ones
@@ -159,7 +164,8 @@ TEST_F(NormalizeTest, ThreeDimensionalInputKeepsItsShape) {
 TEST_F(NormalizeTest, WeightIdMatchesInlineWeight) {
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     std::mt19937 rng(17 + static_cast<int>(dtype));
-    normd::v1::NormalizeRequest request = MakeRequest(dtype, 5, 300, dtype == DType::kBFloat16, rng, dtype);
+    normd::v1::NormalizeRequest request =
+        MakeRequest(dtype, 5, 300, dtype == DType::kBFloat16, rng, dtype);
     const normd::v1::Tensor weight = request.weight();
 
     normd::v1::RegisterWeightRequest reg;

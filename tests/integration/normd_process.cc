@@ -75,13 +75,15 @@ absl::Status NormdProcess::Start(const std::vector<std::string>& args, absl::Dur
   bool has_listen = false, has_metrics_listen = false;
   for (const auto& a : args) {
     has_listen |= absl::StartsWith(a, "--listen");
-    has_metrics_listen |= absl::StartsWith(a, "--metrics-listen") || absl::StartsWith(a, "--metrics_listen");
+    has_metrics_listen |=
+        absl::StartsWith(a, "--metrics-listen") || absl::StartsWith(a, "--metrics_listen");
   }
   if (!has_listen) argv_storage.push_back("--listen=127.0.0.1:0");
   // Only normd has a metrics endpoint (other binaries, such as normd-echo, take no such flag).
   if (is_normd_ && !has_metrics_listen) argv_storage.push_back("--metrics-listen=127.0.0.1:0");
   for (const std::string& a : args) {
-    argv_storage.push_back(is_normd_ && absl::StartsWith(a, "--backend=") ? "--backend=" + TestBackend() : a);
+    argv_storage.push_back(
+        is_normd_ && absl::StartsWith(a, "--backend=") ? "--backend=" + TestBackend() : a);
   }
   std::vector<char*> argv;
   for (auto& a : argv_storage) argv.push_back(a.data());
@@ -114,9 +116,11 @@ absl::Status NormdProcess::Start(const std::vector<std::string>& args, absl::Dur
     int status;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      return absl::InternalError(absl::StrCat(binary_, " exited before listening; its log:\n", log()));
+      return absl::InternalError(
+          absl::StrCat(binary_, " exited before listening; its log:\n", log()));
     }
-    if (absl::Now() > deadline) return absl::DeadlineExceededError("normd did not report its port:\n" + log());
+    if (absl::Now() > deadline)
+      return absl::DeadlineExceededError("normd did not report its port:\n" + log());
     absl::SleepFor(absl::Milliseconds(10));
   }
   absl::Status serving = WaitForServing(NewChannel(), deadline - absl::Now());

@@ -2,8 +2,9 @@
 //
 // The process is started with --listen=127.0.0.1:0; the port it got is read from its "listening on"
 // log line, and Start() returns once grpc.health.v1 reports SERVING. Its stderr is collected in the
-// background (so that a chatty server never blocks on a full pipe) and can be inspected by the test.
-// Channels are plaintext unless the test sets credentials (a TLS server: set_channel_credentials).
+// background (so that a chatty server never blocks on a full pipe) and can be inspected by the
+// test. Channels are plaintext unless the test sets credentials (a TLS server:
+// set_channel_credentials).
 #ifndef NORMD_TESTS_INTEGRATION_NORMD_PROCESS_H_
 #define NORMD_TESTS_INTEGRATION_NORMD_PROCESS_H_
 
@@ -16,29 +17,34 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "base/mutex.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 
 namespace normd::testing {
 
 class NormdProcess {
  public:
   // `binary`: the path of an executable taking normd's flags (normd, or normd-echo). Empty means
-  // normd: $NORMD_BINARY when set (the GPU machine runs a bundle from another path), else the build's.
+  // normd: $NORMD_BINARY when set (the GPU machine runs a bundle from another path), else the
+  // build's.
   explicit NormdProcess(std::string binary = "");
   ~NormdProcess();  // SIGKILLs the process if it still runs
 
   // Credentials for the health check in Start() and for NewChannel(); call before Start(). Default:
-  // plaintext. A TLS server needs grpc::SslCredentials trusting its CA (its certificate names 127.0.0.1).
+  // plaintext. A TLS server needs grpc::SslCredentials trusting its CA (its certificate names
+  // 127.0.0.1).
   void set_channel_credentials(std::shared_ptr<grpc::ChannelCredentials> credentials) {
     credentials_ = std::move(credentials);
   }
 
   // Starts the binary with `args` and waits until it serves. Unless `args` sets them, normd gets
-  // --listen=127.0.0.1:0 and --metrics-listen=127.0.0.1:0 (free ports, so that tests run in parallel).
-  absl::Status Start(const std::vector<std::string>& args = {}, absl::Duration timeout = absl::Seconds(30));
+  // --listen=127.0.0.1:0 and --metrics-listen=127.0.0.1:0 (free ports, so that tests run in
+  // parallel).
+  absl::Status Start(const std::vector<std::string>& args = {},
+                     absl::Duration timeout = absl::Seconds(30));
 
-  // Sends `signal` and waits for the exit; returns the exit status as from waitpid, or -1 on timeout.
+  // Sends `signal` and waits for the exit; returns the exit status as from waitpid, or -1 on
+  // timeout.
   int StopWith(int signal, absl::Duration timeout = absl::Seconds(60));
 
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
@@ -48,10 +54,11 @@ class NormdProcess {
   pid_t pid() const { return pid_; }
   std::shared_ptr<grpc::Channel> NewChannel() const { return NewChannel(credentials_); }
   // A channel with other credentials than the process's (a plaintext client of a TLS server, say).
-  std::shared_ptr<grpc::Channel> NewChannel(const std::shared_ptr<grpc::ChannelCredentials>& credentials) const;
+  std::shared_ptr<grpc::Channel> NewChannel(
+      const std::shared_ptr<grpc::ChannelCredentials>& credentials) const;
   std::string log() const;
-  // Waits up to `timeout` for `part` to appear in the log; true once it has. A process that exits at
-  // start can be seen gone before its last line has been collected.
+  // Waits up to `timeout` for `part` to appear in the log; true once it has. A process that exits
+  // at start can be seen gone before its last line has been collected.
   bool WaitForLog(const std::string& part, absl::Duration timeout = absl::Seconds(5)) const;
   // Resident set size in bytes from /proc, or -1.
   int64_t ResidentBytes() const;
@@ -70,23 +77,24 @@ class NormdProcess {
   std::string log_ ABSL_GUARDED_BY(mu_);
 };
 
-// True in a sanitizer build (the test and the normd it starts are built alike). Resident-memory bounds
-// are not checked there: ASan's shadow memory and its 256 MiB quarantine of freed blocks, and TSan's
-// shadow, make RSS measure the sanitizer rather than normd.
+// True in a sanitizer build (the test and the normd it starts are built alike). Resident-memory
+// bounds are not checked there: ASan's shadow memory and its 256 MiB quarantine of freed blocks,
+// and TSan's shadow, make RSS measure the sanitizer rather than normd.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 inline constexpr bool kSanitizedBuild = true;
 #else
 inline constexpr bool kSanitizedBuild = false;
 #endif
-// True under ThreadSanitizer, the slower of the two (5-15x): a few timing checks hold only without it.
+// True under ThreadSanitizer, the slower of the two (5-15x): a few timing checks hold only without
+// it.
 #if defined(__SANITIZE_THREAD__)
 inline constexpr bool kThreadSanitizer = true;
 #else
 inline constexpr bool kThreadSanitizer = false;
 #endif
 
-// The backend the suite runs normd with: $NORMD_TEST_BACKEND ("cuda" on the GPU machine), else "cpu".
-// NormdProcess rewrites every --backend=... argument to it.
+// The backend the suite runs normd with: $NORMD_TEST_BACKEND ("cuda" on the GPU machine), else
+// "cpu". NormdProcess rewrites every --backend=... argument to it.
 std::string TestBackend();
 
 // Waits for grpc.health.v1 Check("") to answer SERVING.

@@ -1,6 +1,6 @@
 // Test helpers: building normd.v1 tensors from floats, reading them back, and checking a response
-// against the fp64 reference with the project's tolerances (fp32: 1e-5 relative; fp16/bf16: one unit
-// in the last place of the output dtype; residual_out exact).
+// against the fp64 reference with the project's tolerances (fp32: 1e-5 relative; fp16/bf16: one
+// unit in the last place of the output dtype; residual_out exact).
 #ifndef NORMD_TESTS_INTEGRATION_TENSOR_UTIL_H_
 #define NORMD_TESTS_INTEGRATION_TENSOR_UTIL_H_
 
@@ -15,7 +15,8 @@
 namespace normd::testing {
 
 // Encodes `values` (rounded to the dtype) as a tensor of the given shape.
-normd::v1::Tensor MakeTensor(DType dtype, const std::vector<int64_t>& shape, const std::vector<float>& values);
+normd::v1::Tensor MakeTensor(DType dtype, const std::vector<int64_t>& shape,
+                             const std::vector<float>& values);
 
 // Decodes a tensor's elements to float.
 std::vector<float> DecodeTensor(const normd::v1::Tensor& tensor);

@@ -1,7 +1,7 @@
-// A throwaway public-key infrastructure for TLS tests, made with the openssl CLI: a CA ("ca") with a
-// server certificate for 127.0.0.1/localhost ("server") and a client certificate ("client"), and a
-// second CA ("other-ca") with a client certificate of its own ("stranger"). P-256 keys (fast to make),
-// valid one day. Each NAME has NAME.pem and NAME.key in the directory.
+// A throwaway public-key infrastructure for TLS tests, made with the openssl CLI: a CA ("ca") with
+// a server certificate for 127.0.0.1/localhost ("server") and a client certificate ("client"), and
+// a second CA ("other-ca") with a client certificate of its own ("stranger"). P-256 keys (fast to
+// make), valid one day. Each NAME has NAME.pem and NAME.key in the directory.
 #ifndef NORMD_TESTS_INTEGRATION_TEST_PKI_H_
 #define NORMD_TESTS_INTEGRATION_TEST_PKI_H_
 

@@ -1,7 +1,8 @@
 // TLS and mTLS through the real binary, with a throwaway CA and certificates made once per run
 // (test_pki.h). Shown: a TLS client is served and a plaintext one is
 // refused; under mTLS a client without a certificate or with one from another CA is refused and one
-// with a good certificate is served; normd refuses to start on an incomplete or unreadable TLS setup.
+// with a good certificate is served; normd refuses to start on an incomplete or unreadable TLS
+// setup.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -30,7 +31,8 @@ class TlsTest : public ::testing::Test {
   void SetUp() override { ASSERT_EQ(pki_->error(), ""); }
 
   std::vector<std::string> TlsArgs(bool mutual) const {
-    std::vector<std::string> args = {"--backend=cpu", "--cpu-threads=1", "--tls-cert=" + pki_->File("server.pem"),
+    std::vector<std::string> args = {"--backend=cpu", "--cpu-threads=1",
+                                     "--tls-cert=" + pki_->File("server.pem"),
                                      "--tls-key=" + pki_->File("server.key")};
     if (mutual) args.push_back("--tls-client-ca=" + pki_->File("ca.pem"));
     return args;
@@ -64,7 +66,8 @@ TEST_F(TlsTest, TlsClientIsServedAndPlaintextClientIsRefused) {
   const grpc::Status plain = CallOnce(server.NewChannel(grpc::InsecureChannelCredentials()));
   EXPECT_EQ(plain.error_code(), grpc::UNAVAILABLE) << plain.error_message();
   // A client that does not trust the server's CA (here: the other CA) refuses the server.
-  const grpc::Status untrusted = CallOnce(server.NewChannel(pki_->ClientCredentials("", "other-ca")));
+  const grpc::Status untrusted =
+      CallOnce(server.NewChannel(pki_->ClientCredentials("", "other-ca")));
   EXPECT_EQ(untrusted.error_code(), grpc::UNAVAILABLE) << untrusted.error_message();
   // And the server serves on.
   EXPECT_TRUE(CallOnce(server.NewChannel()).ok());
@@ -89,7 +92,8 @@ TEST_F(TlsTest, MutualTlsServesOnlyClientsWithCertificatesFromItsCa) {
   for (const Case& c : kCases) {
     const grpc::Status status = CallOnce(server.NewChannel(c.credentials));
     if (c.served) {
-      EXPECT_TRUE(status.ok()) << c.name << ": " << status.error_code() << " " << status.error_message();
+      EXPECT_TRUE(status.ok()) << c.name << ": " << status.error_code() << " "
+                               << status.error_message();
     } else {
       // Refused at the handshake (TLS 1.3: the client learns of it on its first read): UNAVAILABLE.
       EXPECT_EQ(status.error_code(), grpc::UNAVAILABLE) << c.name << ": " << status.error_message();
@@ -110,9 +114,15 @@ TEST_F(TlsTest, RefusesToStartOnIncompleteOrUnreadableTlsSetup) {
       {"cert without key", {cert}, "--tls-cert and --tls-key go together"},
       {"key without cert", {key}, "--tls-cert and --tls-key go together"},
       {"client CA without cert", {"--tls-client-ca=" + pki_->File("ca.pem")}, "needs --tls-cert"},
-      {"unreadable cert", {"--tls-cert=" + pki_->File("missing.pem"), key}, "missing.pem: cannot read"},
-      {"unreadable key", {cert, "--tls-key=" + pki_->File("missing.key")}, "missing.key: cannot read"},
-      {"unreadable client CA", {cert, key, "--tls-client-ca=" + pki_->File("missing-ca.pem")}, "cannot read"},
+      {"unreadable cert",
+       {"--tls-cert=" + pki_->File("missing.pem"), key},
+       "missing.pem: cannot read"},
+      {"unreadable key",
+       {cert, "--tls-key=" + pki_->File("missing.key")},
+       "missing.key: cannot read"},
+      {"unreadable client CA",
+       {cert, key, "--tls-client-ca=" + pki_->File("missing-ca.pem")},
+       "cannot read"},
   };
   for (const Case& c : kCases) {
     NormdProcess server;

@@ -1,5 +1,5 @@
-// Every bad input gets a clear gRPC error naming the field and the numbers, and normd keeps serving.
-// One table: adding a case is one line.
+// Every bad input gets a clear gRPC error naming the field and the numbers, and normd keeps
+// serving. One table: adding a case is one line.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,33 +24,52 @@ struct BadRequest {
 };
 
 const BadRequest kBadRequests[] = {
-    {"input_missing", [](NormalizeRequest& r) { r.clear_input(); }, grpc::INVALID_ARGUMENT, {"input", "missing"}},
-    {"dtype_unspecified", [](NormalizeRequest& r) { r.mutable_input()->set_dtype(normd::v1::DTYPE_UNSPECIFIED); },
-     grpc::INVALID_ARGUMENT, {"input.dtype", "unspecified"}},
-    {"dtype_unknown", [](NormalizeRequest& r) { r.mutable_input()->set_dtype(static_cast<normd::v1::DType>(9)); },
-     grpc::INVALID_ARGUMENT, {"input.dtype", "9"}},
-    {"shape_empty", [](NormalizeRequest& r) { r.mutable_input()->clear_shape(); }, grpc::INVALID_ARGUMENT,
+    {"input_missing",
+     [](NormalizeRequest& r) { r.clear_input(); },
+     grpc::INVALID_ARGUMENT,
+     {"input", "missing"}},
+    {"dtype_unspecified",
+     [](NormalizeRequest& r) { r.mutable_input()->set_dtype(normd::v1::DTYPE_UNSPECIFIED); },
+     grpc::INVALID_ARGUMENT,
+     {"input.dtype", "unspecified"}},
+    {"dtype_unknown",
+     [](NormalizeRequest& r) { r.mutable_input()->set_dtype(static_cast<normd::v1::DType>(9)); },
+     grpc::INVALID_ARGUMENT,
+     {"input.dtype", "9"}},
+    {"shape_empty",
+     [](NormalizeRequest& r) { r.mutable_input()->clear_shape(); },
+     grpc::INVALID_ARGUMENT,
      {"input.shape", "empty"}},
-    {"shape_zero_dim", [](NormalizeRequest& r) { r.mutable_input()->set_shape(0, 0); }, grpc::INVALID_ARGUMENT,
+    {"shape_zero_dim",
+     [](NormalizeRequest& r) { r.mutable_input()->set_shape(0, 0); },
+     grpc::INVALID_ARGUMENT,
      {"input.shape[0] = 0", "positive"}},
-    {"shape_negative_dim", [](NormalizeRequest& r) { r.mutable_input()->set_shape(1, -8); },
-     grpc::INVALID_ARGUMENT, {"input.shape[1] = -8"}},
+    {"shape_negative_dim",
+     [](NormalizeRequest& r) { r.mutable_input()->set_shape(1, -8); },
+     grpc::INVALID_ARGUMENT,
+     {"input.shape[1] = -8"}},
     {"shape_overflows_int64",
      [](NormalizeRequest& r) {
        r.mutable_input()->set_shape(0, int64_t{1} << 40);
        r.mutable_input()->set_shape(1, int64_t{1} << 40);
      },
-     grpc::INVALID_ARGUMENT, {"input.shape", "int64"}},
+     grpc::INVALID_ARGUMENT,
+     {"input.shape", "int64"}},
     {"shape_of_many_dimensions_is_cut_in_the_message",
      [](NormalizeRequest& r) {
        r.mutable_input()->clear_shape();
        for (int i = 0; i < 1000; ++i) r.mutable_input()->add_shape(1);
      },
-     grpc::INVALID_ARGUMENT, {"input.data", "[1, 1, 1, 1, 1, 1, 1, 1, ... (1000 dimensions)]"}},
-    {"data_too_short", [](NormalizeRequest& r) { r.mutable_input()->mutable_data()->resize(10); },
-     grpc::INVALID_ARGUMENT, {"input.data", "10 bytes", "256"}},
-    {"data_too_long", [](NormalizeRequest& r) { r.mutable_input()->mutable_data()->append("xx"); },
-     grpc::INVALID_ARGUMENT, {"input.data", "258 bytes", "256"}},
+     grpc::INVALID_ARGUMENT,
+     {"input.data", "[1, 1, 1, 1, 1, 1, 1, 1, ... (1000 dimensions)]"}},
+    {"data_too_short",
+     [](NormalizeRequest& r) { r.mutable_input()->mutable_data()->resize(10); },
+     grpc::INVALID_ARGUMENT,
+     {"input.data", "10 bytes", "256"}},
+    {"data_too_long",
+     [](NormalizeRequest& r) { r.mutable_input()->mutable_data()->append("xx"); },
+     grpc::INVALID_ARGUMENT,
+     {"input.data", "258 bytes", "256"}},
     {"hidden_over_max",
      [](NormalizeRequest& r) {
        r.mutable_input()->clear_shape();
@@ -58,53 +77,80 @@ const BadRequest kBadRequests[] = {
        r.mutable_input()->add_shape(70000);
        r.mutable_input()->mutable_data()->resize(70000 * 2);
      },
-     grpc::INVALID_ARGUMENT, {"hidden", "70000", "65536"}},
-    {"weight_missing", [](NormalizeRequest& r) { r.clear_weight(); }, grpc::INVALID_ARGUMENT,
+     grpc::INVALID_ARGUMENT,
+     {"hidden", "70000", "65536"}},
+    {"weight_missing",
+     [](NormalizeRequest& r) { r.clear_weight(); },
+     grpc::INVALID_ARGUMENT,
      {"weight", "missing"}},
     {"weight_wrong_length",
      [](NormalizeRequest& r) {
        r.mutable_weight()->set_shape(0, 16);
        r.mutable_weight()->mutable_data()->resize(16 * 4);
      },
-     grpc::INVALID_ARGUMENT, {"weight", "16", "32"}},
+     grpc::INVALID_ARGUMENT,
+     {"weight", "16", "32"}},
     {"weight_not_1d",
      [](NormalizeRequest& r) {
        r.mutable_weight()->clear_shape();
        r.mutable_weight()->add_shape(2);
        r.mutable_weight()->add_shape(16);
      },
-     grpc::INVALID_ARGUMENT, {"weight", "[2, 16]", "1-D"}},
+     grpc::INVALID_ARGUMENT,
+     {"weight", "[2, 16]", "1-D"}},
     {"weight_other_dtype",
      [](NormalizeRequest& r) {
        r.mutable_weight()->set_dtype(normd::v1::DTYPE_BFLOAT16);
        r.mutable_weight()->mutable_data()->resize(32 * 2);
      },
-     grpc::INVALID_ARGUMENT, {"weight", "bfloat16", "float16", "float32"}},
-    {"weight_data_wrong", [](NormalizeRequest& r) { r.mutable_weight()->mutable_data()->resize(3); },
-     grpc::INVALID_ARGUMENT, {"weight.data", "3 bytes"}},
-    {"weight_id_unknown", [](NormalizeRequest& r) { r.set_weight_id("w-nope"); }, grpc::NOT_FOUND,
+     grpc::INVALID_ARGUMENT,
+     {"weight", "bfloat16", "float16", "float32"}},
+    {"weight_data_wrong",
+     [](NormalizeRequest& r) { r.mutable_weight()->mutable_data()->resize(3); },
+     grpc::INVALID_ARGUMENT,
+     {"weight.data", "3 bytes"}},
+    {"weight_id_unknown",
+     [](NormalizeRequest& r) { r.set_weight_id("w-nope"); },
+     grpc::NOT_FOUND,
      {"weight_id", "w-nope"}},
     {"residual_other_dtype",
      [](NormalizeRequest& r) {
        r.mutable_residual()->set_dtype(normd::v1::DTYPE_FLOAT32);
        r.mutable_residual()->mutable_data()->resize(4 * 32 * 4);
      },
-     grpc::INVALID_ARGUMENT, {"residual.dtype", "DTYPE_FLOAT32", "DTYPE_FLOAT16"}},
+     grpc::INVALID_ARGUMENT,
+     {"residual.dtype", "DTYPE_FLOAT32", "DTYPE_FLOAT16"}},
     {"residual_other_shape",
      [](NormalizeRequest& r) {
        r.mutable_residual()->set_shape(0, 2);
        r.mutable_residual()->mutable_data()->resize(2 * 32 * 2);
      },
-     grpc::INVALID_ARGUMENT, {"residual.shape", "[2, 32]", "[4, 32]"}},
-    {"residual_data_wrong", [](NormalizeRequest& r) { r.mutable_residual()->mutable_data()->resize(7); },
-     grpc::INVALID_ARGUMENT, {"residual.data", "7 bytes"}},
-    {"eps_nan", [](NormalizeRequest& r) { r.set_eps(NAN); }, grpc::INVALID_ARGUMENT, {"eps", "nan"}},
-    {"eps_infinite", [](NormalizeRequest& r) { r.set_eps(INFINITY); }, grpc::INVALID_ARGUMENT, {"eps", "inf"}},
-    {"eps_negative", [](NormalizeRequest& r) { r.set_eps(-1e-6f); }, grpc::INVALID_ARGUMENT, {"eps", "-1e-06"}},
-    {"weight_offset_nan", [](NormalizeRequest& r) { r.set_weight_offset(NAN); }, grpc::INVALID_ARGUMENT,
+     grpc::INVALID_ARGUMENT,
+     {"residual.shape", "[2, 32]", "[4, 32]"}},
+    {"residual_data_wrong",
+     [](NormalizeRequest& r) { r.mutable_residual()->mutable_data()->resize(7); },
+     grpc::INVALID_ARGUMENT,
+     {"residual.data", "7 bytes"}},
+    {"eps_nan",
+     [](NormalizeRequest& r) { r.set_eps(NAN); },
+     grpc::INVALID_ARGUMENT,
+     {"eps", "nan"}},
+    {"eps_infinite",
+     [](NormalizeRequest& r) { r.set_eps(INFINITY); },
+     grpc::INVALID_ARGUMENT,
+     {"eps", "inf"}},
+    {"eps_negative",
+     [](NormalizeRequest& r) { r.set_eps(-1e-6f); },
+     grpc::INVALID_ARGUMENT,
+     {"eps", "-1e-06"}},
+    {"weight_offset_nan",
+     [](NormalizeRequest& r) { r.set_weight_offset(NAN); },
+     grpc::INVALID_ARGUMENT,
      {"weight_offset", "nan"}},
-    {"weight_offset_infinite", [](NormalizeRequest& r) { r.set_weight_offset(-INFINITY); },
-     grpc::INVALID_ARGUMENT, {"weight_offset", "inf"}},
+    {"weight_offset_infinite",
+     [](NormalizeRequest& r) { r.set_weight_offset(-INFINITY); },
+     grpc::INVALID_ARGUMENT,
+     {"weight_offset", "inf"}},
 };
 
 class ValidationTest : public SuiteNormdTest<ValidationTest, ::testing::TestWithParam<BadRequest>> {
@@ -120,7 +166,8 @@ class ValidationTest : public SuiteNormdTest<ValidationTest, ::testing::TestWith
     return MakeRequest(DType::kFloat16, 4, 32, /*residual=*/true, rng, DType::kFloat32);
   }
 
-  static grpc::Status Call(const NormalizeRequest& request, normd::v1::NormalizeResponse* response) {
+  static grpc::Status Call(const NormalizeRequest& request,
+                           normd::v1::NormalizeResponse* response) {
     auto stub = normd::v1::Normalizer::NewStub(server_->NewChannel());
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -147,7 +194,9 @@ TEST_P(ValidationTest, AnswersWithFieldAndNumbersThenKeepsServing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, ValidationTest, ::testing::ValuesIn(kBadRequests),
-                         [](const ::testing::TestParamInfo<BadRequest>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<BadRequest>& info) {
+                           return info.param.name;
+                         });
 
 TEST_F(ValidationTest, RequestOverMaxRequestBytesIsResourceExhausted) {
   std::mt19937 rng(4);

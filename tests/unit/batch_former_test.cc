@@ -1,5 +1,5 @@
-// The batching rules (server/batch_former.h) with an injected time: when a launch goes, which requests
-// ride together, the caps, deadline and cancellation removal, and freedom from starvation.
+// The batching rules (server/batch_former.h) with an injected time: when a launch goes, which
+// requests ride together, the caps, deadline and cancellation removal, and freedom from starvation.
 #include "server/batch_former.h"
 
 #include <gtest/gtest.h>
@@ -34,7 +34,8 @@ BatchLimits WaitingForCompany(absl::Duration wait, int64_t min_requests = 2) {
 TEST(BatchFormerTest, IdleWorkerLaunchesAtOnceWithoutQueueDelay) {
   WorkQueue queue;
   queue.push_back(Item(1));
-  EXPECT_EQ(NextLaunchTime(queue, BatchLimits{}, kT0 + absl::Microseconds(3)), kT0 + absl::Microseconds(3));
+  EXPECT_EQ(NextLaunchTime(queue, BatchLimits{}, kT0 + absl::Microseconds(3)),
+            kT0 + absl::Microseconds(3));
 }
 
 TEST(BatchFormerTest, PartialLaunchWaitsAtMostTheQueueDelay) {
@@ -42,8 +43,10 @@ TEST(BatchFormerTest, PartialLaunchWaitsAtMostTheQueueDelay) {
   limits.max_queue_delay = absl::Microseconds(500);
   WorkQueue queue;
   queue.push_back(Item(1));
-  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(100)), kT0 + absl::Microseconds(500));
-  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(900)), kT0 + absl::Microseconds(900));
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(100)),
+            kT0 + absl::Microseconds(500));
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(900)),
+            kT0 + absl::Microseconds(900));
 }
 
 TEST(BatchFormerTest, PartialLaunchDoesNotWaitPastTheOldestDeadline) {
@@ -77,10 +80,13 @@ TEST(BatchFormerTest, CompanyWaitHoldsUntilAsManyRequestsAsTheLastLaunchOrTheWai
   queue.push_back(Item(1));
   queue.push_back(Item(1, 1024));  // another group: not company for the oldest
   queue.push_back(Item(1));
-  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(10), 3), kT0 + absl::Microseconds(300));
-  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(400), 3), kT0 + absl::Microseconds(400));
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(10), 3),
+            kT0 + absl::Microseconds(300));
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(400), 3),
+            kT0 + absl::Microseconds(400));
   queue.push_back(Item(1));
-  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(10), 3), kT0 + absl::Microseconds(10));
+  EXPECT_EQ(NextLaunchTime(queue, limits, kT0 + absl::Microseconds(10), 3),
+            kT0 + absl::Microseconds(10));
 }
 
 TEST(BatchFormerTest, CompanyWaitHoldsOnlyAfterALaunchOfAtLeastTheMinimumRequests) {
@@ -221,8 +227,9 @@ TEST(BatchFormerTest, ExpiredAndCancelledRequestsLeaveBeforePacking) {
   EXPECT_EQ(launch.rows, 5);  // only the live ones: 1 + 4
 }
 
-// A large request queued behind a steady stream of small ones of the same group is never passed over
-// forever: every launch takes the oldest first, so it leads a launch once the older ones are gone.
+// A large request queued behind a steady stream of small ones of the same group is never passed
+// over forever: every launch takes the oldest first, so it leads a launch once the older ones are
+// gone.
 TEST(BatchFormerTest, SmallRequestsCannotStarveALargeOne) {
   BatchLimits limits;
   limits.max_rows = 64;

@@ -316,7 +316,8 @@ TEST(CpuRmsNorm, InPlaceMatchesOutOfPlace) {
 // Calls writing 16 MiB or more take the non-temporal store path, which starts each row with scalar
 // columns up to the first aligned one. Whatever the alignment of output and residual_out (here
 // misaligned, and differently from each other), a row must come out with the bytes that small
-// ordinary-store calls give it: which accumulator lane a column lands in may not depend on addresses.
+// ordinary-store calls give it: which accumulator lane a column lands in may not depend on
+// addresses.
 TEST(CpuRmsNorm, StreamedLargeOutputsMatchRowByRowCalls) {
   for (DType dtype : kAllDTypes) {
     SCOPED_TRACE(std::string(DTypeName(dtype)));
@@ -330,7 +331,8 @@ TEST(CpuRmsNorm, StreamedLargeOutputsMatchRowByRowCalls) {
     whole.output = static_cast<uint8_t*>(out.data()) + 1 * item;
     whole.residual_out = static_cast<uint8_t*>(r_out.data()) + 3 * item;
     RmsNormCpuRows(dtype, kHidden, whole, 0, rows);
-    for (int64_t row = 0; row < rows; ++row) RmsNormCpuRows(dtype, kHidden, p.segment, row, row + 1);
+    for (int64_t row = 0; row < rows; ++row)
+      RmsNormCpuRows(dtype, kHidden, p.segment, row, row + 1);
     EXPECT_EQ(0, std::memcmp(whole.output, p.output.data(), count * item));
     EXPECT_EQ(0, std::memcmp(whole.residual_out, p.residual_out.data(), count * item));
     EXPECT_TRUE(p.Check(kHidden));

@@ -223,8 +223,8 @@ TEST(RequestWireTest, PaddedTagsAndLengthsDecodeAsInProtobuf) {
   EXPECT_FALSE(ExpectSameAsProtobuf(plain + std::string("\x2a\x80\x00", 3), 4));
   EXPECT_FALSE(ExpectSameAsProtobuf(plain + std::string("\xaa\x00\x00", 3), 4));
   // A tensor's data (field 3) of 2 bytes, its length written in 5 bytes.
-  EXPECT_FALSE(ExpectSameAsProtobuf(
-      plain + std::string("\x2a\x08\x1a\x82\x80\x80\x80\x00\x01\x02", 10), 3));
+  EXPECT_FALSE(
+      ExpectSameAsProtobuf(plain + std::string("\x2a\x08\x1a\x82\x80\x80\x80\x00\x01\x02", 10), 3));
   for (const std::string& refused : {
            plain + std::string("\x2a\x80\x80\x80\x80\x80\x00", 7),  // length in 6 bytes
            plain + std::string("\xaa\x80\x80\x80\x80\x00\x00", 7),  // tag in 6 bytes

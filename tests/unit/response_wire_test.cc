@@ -104,7 +104,8 @@ TEST(ResponseWireTest, ParsesAsTheResponseProtobufWouldHaveBuilt) {
     const normd::v1::Tensor residual_out = RandomTensor(c.dtype, c.shape, c.data_bytes, random);
     const LaunchReport report{absl::Microseconds(17), absl::Microseconds(5), 321, 7};
 
-    // As RequestWire hands it over: the tensors' data left in the received slices, not in the message.
+    // As RequestWire hands it over: the tensors' data left in the received slices, not in the
+    // message.
     request.mutable_input()->clear_data();
     if (c.residual) request.mutable_residual()->clear_data();
     ResponseWire wire;

@@ -1,6 +1,6 @@
-// Workers and the scheduler with a fake executor: immediate launch when idle, coalescing while busy,
-// the queued-bytes bound, least-loaded dispatch, no overlap for small launches, waiting for company, busy
-// polling, and draining on shutdown.
+// Workers and the scheduler with a fake executor: immediate launch when idle, coalescing while
+// busy, the queued-bytes bound, least-loaded dispatch, no overlap for small launches, waiting for
+// company, busy polling, and draining on shutdown.
 #include "server/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -32,7 +32,9 @@ std::unique_ptr<WorkItem> Item(Tracker& tracker, int64_t rows = 1) {
   item->on_done = [&tracker](const absl::Status& s, const LaunchReport& r) {
     (s.ok() ? tracker.ok : tracker.failed).fetch_add(1);
     int prev = tracker.max_batch_requests.load();
-    while (r.batch_requests > prev && !tracker.max_batch_requests.compare_exchange_weak(prev, r.batch_requests)) {}
+    while (r.batch_requests > prev &&
+           !tracker.max_batch_requests.compare_exchange_weak(prev, r.batch_requests)) {
+    }
   };
   return item;
 }
@@ -81,8 +83,8 @@ TEST(SchedulerTest, IdleWorkerLaunchesAtOnceAndBusyWorkerCoalesces) {
   held.scheduler.Shutdown();
 }
 
-// A two-phase executor (like CUDA's): Start enqueues, Finish completes; logs the calls in order. The
-// first Start is held until the test releases it, so that requests queue up behind it.
+// A two-phase executor (like CUDA's): Start enqueues, Finish completes; logs the calls in order.
+// The first Start is held until the test releases it, so that requests queue up behind it.
 class TwoPhaseExecutor : public BatchExecutor {
  public:
   absl::Status Start(const Launch& launch, StageTimes& /*stages*/) override {
@@ -113,8 +115,8 @@ class TwoPhaseExecutor : public BatchExecutor {
   std::vector<std::string> calls_;
 };
 
-// Runs one held launch of 1 request, queues 10 more (1 KiB each) behind it, releases it, and returns
-// the executor's calls.
+// Runs one held launch of 1 request, queues 10 more (1 KiB each) behind it, releases it, and
+// returns the executor's calls.
 std::vector<std::string> CallsWithOverlapMinBytes(int64_t overlap_min_bytes) {
   auto executor = std::make_unique<TwoPhaseExecutor>();
   TwoPhaseExecutor* fake = executor.get();
@@ -149,7 +151,8 @@ TEST(SchedulerTest, CompanyWaitGathersAsManyRequestsAsTheLastLaunchCarried) {
   Scheduler& scheduler = held.scheduler;
   Tracker& tracker = held.tracker;
   FakeExecutor* fake = held.fake;
-  // One request alone goes at once; four queue behind it and go together: the worker now expects four.
+  // One request alone goes at once; four queue behind it and go together: the worker now expects
+  // four.
   held.LoneThenQueued(4);
   // Two of the four come back: they wait for the other two, which complete the launch at once.
   const absl::Time two_sent = absl::Now();
@@ -158,7 +161,8 @@ TEST(SchedulerTest, CompanyWaitGathersAsManyRequestsAsTheLastLaunchCarried) {
   EXPECT_EQ(fake->started_.load(), 2) << "a launch of two went without waiting for company";
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
   WaitFor([&] { return tracker.ok.load() == 9; });
-  EXPECT_LT(absl::Now() - two_sent, absl::Milliseconds(900)) << "the full launch waited out company_wait";
+  EXPECT_LT(absl::Now() - two_sent, absl::Milliseconds(900))
+      << "the full launch waited out company_wait";
   // One comes back alone: it waits company_wait, no longer, and then the worker expects one again.
   const absl::Time one_sent = absl::Now();
   ASSERT_TRUE(scheduler.Submit(Item(tracker)).ok());
@@ -207,7 +211,8 @@ TEST(SchedulerTest, CompanyMemoryKeepsAShortLaunchFromLoweringTheExpectation) {
   scheduler.Shutdown();
 }
 
-// Records the thread that ran each launch; allows the submitting thread to run one (as CPU and CUDA do).
+// Records the thread that ran each launch; allows the submitting thread to run one (as CPU and CUDA
+// do).
 class ThreadRecordingExecutor : public BatchExecutor {
  public:
   absl::Status Start(const Launch& /*launch*/, StageTimes& /*stages*/) override {
@@ -253,15 +258,19 @@ TEST(SchedulerTest, BusyPollingHandsSmallRequestsToTheWorkerThread) {
     int on_this_thread = 0;
     for (int i = 0; i < 20; ++i) {
       on_this_thread += RanOnThisThread(scheduler, recorder, tracker) ? 1 : 0;
-      absl::SleepFor(absl::Milliseconds(2));  // the worker thread goes idle (or polls) between requests
+      absl::SleepFor(
+          absl::Milliseconds(2));  // the worker thread goes idle (or polls) between requests
     }
     if (busy_poll == absl::ZeroDuration()) {
-      EXPECT_GT(on_this_thread, 0) << "an idle worker never let the submitting thread run a request";
+      EXPECT_GT(on_this_thread, 0)
+          << "an idle worker never let the submitting thread run a request";
     } else {
-      EXPECT_EQ(on_this_thread, 0) << "a small request ran on the submitting thread while the worker polled";
+      EXPECT_EQ(on_this_thread, 0)
+          << "a small request ran on the submitting thread while the worker polled";
     }
-    // Requests over kBusyPollHandOffMaxBytes (100 rows of 1 KiB) run where they were parsed whenever the
-    // worker is idle, polling or not. (It may still be finishing the last launch: hence "eventually".)
+    // Requests over kBusyPollHandOffMaxBytes (100 rows of 1 KiB) run where they were parsed
+    // whenever the worker is idle, polling or not. (It may still be finishing the last launch:
+    // hence "eventually".)
     int large_sent = 0, large_on_this_thread = 0;
     while (large_on_this_thread < 5 && large_sent < 100) {
       large_on_this_thread += RanOnThisThread(scheduler, recorder, tracker, /*rows=*/100) ? 1 : 0;
@@ -319,7 +328,8 @@ TEST(SchedulerTest, WorkGoesToTheLeastLoadedWorker) {
   Scheduler scheduler(std::move(workers), int64_t{1} << 30);
   Tracker tracker;
   ASSERT_TRUE(scheduler.Submit(Item(tracker, 100)).ok());
-  ASSERT_TRUE(scheduler.Submit(Item(tracker, 1)).ok());  // worker 0 has 100 rows: this goes to worker 1
+  ASSERT_TRUE(
+      scheduler.Submit(Item(tracker, 1)).ok());  // worker 0 has 100 rows: this goes to worker 1
   WaitFor([&] { return fakes[0]->started_.load() == 1 && fakes[1]->started_.load() == 1; });
   for (auto* f : fakes) f->release_.Notify();
   scheduler.Shutdown();

@@ -1,7 +1,7 @@
 // StreamingCopy and CopyBypassingCaches (base/streaming_copy.h) must be memcpy in every case they
 // handle: sizes below, at and above the streaming threshold, tails that are not whole lines,
-// destinations that are not 16-byte aligned (the head) and unaligned sources; and neither may write a
-// byte outside its range.
+// destinations that are not 16-byte aligned (the head) and unaligned sources; and neither may write
+// a byte outside its range.
 #include "base/streaming_copy.h"
 
 #include <gtest/gtest.h>
@@ -26,8 +26,8 @@ TEST_P(StreamingCopyTest, CopiesExactlyTheRangeWhateverItsSizeAndAlignment) {
   constexpr size_t kMin = kStreamingCopyMinBytes;
   std::mt19937 random(7);
   int cases = 0;
-  for (const size_t bytes : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, kMin - 1, kMin, kMin + 1, kMin + 63,
-                             kMin + 64, 3 * kMin + 17}) {
+  for (const size_t bytes : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, kMin - 1, kMin, kMin + 1,
+                             kMin + 63, kMin + 64, 3 * kMin + 17}) {
     for (const size_t to_offset : {0, 1, 8, 15}) {
       for (const size_t from_offset : {0, 3}) {
         std::vector<unsigned char> from(bytes + from_offset + 16);
@@ -40,7 +40,8 @@ TEST_P(StreamingCopyTest, CopiesExactlyTheRangeWhateverItsSizeAndAlignment) {
         copy(dest, from.data() + from_offset, bytes);
         ASSERT_EQ(0, std::memcmp(dest, from.data() + from_offset, bytes))
             << bytes << " bytes, destination +" << to_offset << ", source +" << from_offset;
-        for (unsigned char* p = to.data(); p < dest; ++p) ASSERT_EQ(kGuardByte, *p) << "written before the range";
+        for (unsigned char* p = to.data(); p < dest; ++p)
+          ASSERT_EQ(kGuardByte, *p) << "written before the range";
         for (unsigned char* p = dest + bytes; p < to.data() + to.size(); ++p) {
           ASSERT_EQ(kGuardByte, *p) << "written after the range, " << bytes << " bytes";
         }
@@ -51,9 +52,11 @@ TEST_P(StreamingCopyTest, CopiesExactlyTheRangeWhateverItsSizeAndAlignment) {
   EXPECT_EQ(80, cases);
 }
 
-INSTANTIATE_TEST_SUITE_P(Both, StreamingCopyTest, testing::Values(&StreamingCopy, &CopyBypassingCaches),
+INSTANTIATE_TEST_SUITE_P(Both, StreamingCopyTest,
+                         testing::Values(&StreamingCopy, &CopyBypassingCaches),
                          [](const testing::TestParamInfo<CopyFunction>& info) {
-                           return info.param == &StreamingCopy ? "StreamingCopy" : "CopyBypassingCaches";
+                           return info.param == &StreamingCopy ? "StreamingCopy"
+                                                               : "CopyBypassingCaches";
                          });
 
 }  // namespace
