@@ -2,8 +2,8 @@
 //
 // absl flags are named with underscores; normd and its tools also accept dashes inside a flag's
 // name (--max-hidden as --max_hidden, --residual-out as --residual_out), which is what shell users
-// type. Shared by normd (server/server_config.cc) and the client-side tools (normctl, normbench,
-// normd-echo).
+// type. Shared by normd (server/config/server_config.cc) and the client-side tools (normctl,
+// normbench, normd-echo).
 #ifndef NORMD_BASE_COMMAND_LINE_H_
 #define NORMD_BASE_COMMAND_LINE_H_
 

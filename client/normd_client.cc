@@ -7,7 +7,8 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "client/status_macros.h"
+#include "base/status_macros.h"
+#include "client/grpc_status.h"
 
 namespace normd {
 namespace {
@@ -237,7 +238,7 @@ absl::StatusOr<PreparedRequest> Client::Prepare(const TensorView& input, const W
 absl::StatusOr<NormalizeResult> Client::Normalize(const TensorView& input,
                                                   const WeightSource& weight,
                                                   const NormalizeOptions& options) {
-  NORMD_CLIENT_ASSIGN_OR_RETURN(PreparedRequest prepared, Prepare(input, weight, options));
+  NORMD_ASSIGN_OR_RETURN(PreparedRequest prepared, Prepare(input, weight, options));
   return Normalize(prepared);
 }
 
@@ -254,7 +255,7 @@ absl::StatusOr<NormalizeResult> Client::Normalize(const PreparedRequest& prepare
     if (status.error_code() == grpc::StatusCode::NOT_FOUND && prepared.weight_ &&
         attempt < kLastAttempt) {
       if (attempt == 0) {
-        NORMD_CLIENT_RETURN_IF_ERROR(Reregister(*prepared.weight_, deadline));
+        NORMD_RETURN_IF_ERROR(Reregister(*prepared.weight_, deadline));
         retry = prepared.proto();
         retry.set_weight_id(prepared.weight_->id());
       } else {
@@ -315,7 +316,7 @@ absl::StatusOr<Weight> Client::RegisterWeight(const TensorView& weight) {
     return absl::InvalidArgumentError(absl::StrCat("weight: ", s.message()));
   }
   Weight handle(std::move(state));
-  NORMD_CLIENT_RETURN_IF_ERROR(Reregister(handle, DeadlineFor(absl::ZeroDuration())));
+  NORMD_RETURN_IF_ERROR(Reregister(handle, DeadlineFor(absl::ZeroDuration())));
   return handle;
 }
 
@@ -326,7 +327,7 @@ absl::Status Client::Reregister(const Weight& weight, absl::Time deadline) {
   normd::v1::RegisterWeightRequest request;
   *request.mutable_weight() = weight.state_->tensor;
   normd::v1::RegisterWeightResponse response;
-  NORMD_CLIENT_RETURN_IF_ERROR(FromGrpcStatus(stub_->RegisterWeight(&context, request, &response)));
+  NORMD_RETURN_IF_ERROR(FromGrpcStatus(stub_->RegisterWeight(&context, request, &response)));
   normd::MutexLock lock(&weight.state_->mu);
   weight.state_->id = response.weight_id();
   return absl::OkStatus();
@@ -336,7 +337,7 @@ absl::StatusOr<normd::v1::ServerInfo> Client::GetServerInfo() {
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(DeadlineFor(absl::ZeroDuration())));
   normd::v1::ServerInfo info;
-  NORMD_CLIENT_RETURN_IF_ERROR(FromGrpcStatus(stub_->GetServerInfo(&context, {}, &info)));
+  NORMD_RETURN_IF_ERROR(FromGrpcStatus(stub_->GetServerInfo(&context, {}, &info)));
   return info;
 }
 
@@ -345,7 +346,7 @@ absl::StatusOr<bool> Client::IsServing() {
   context.set_deadline(absl::ToChronoTime(DeadlineFor(absl::ZeroDuration())));
   grpc::health::v1::HealthCheckRequest request;
   grpc::health::v1::HealthCheckResponse response;
-  NORMD_CLIENT_RETURN_IF_ERROR(FromGrpcStatus(health_->Check(&context, request, &response)));
+  NORMD_RETURN_IF_ERROR(FromGrpcStatus(health_->Check(&context, request, &response)));
   return response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
 }
 

@@ -3,8 +3,9 @@
 #include <deque>
 #include <utility>
 
+#include "base/status_macros.h"
+#include "client/grpc_status.h"
 #include "client/normd_client.h"
-#include "client/status_macros.h"
 
 namespace normd {
 

@@ -10,6 +10,8 @@ packages=(
   python3 procps
   # the fuzz targets (tests/fuzz): clang with libFuzzer; the plot script of normbench (and its test)
   clang-14 libclang-rt-14-dev python3-matplotlib
+  # the style checks (tests/style): the pinned formatter
+  clang-format-14
   # the TLS tests make a throwaway CA and certificates at test time
   openssl
   # the deploy checks (tests/deploy): promtool and the server, yamllint, docker-compose config

@@ -18,26 +18,21 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/mutex.h"
-#include "server/backend_factory.h"
-#include "server/large_buffer_pool.h"
-#include "server/log.h"
-#include "server/metrics.h"
-#include "server/normalizer_service.h"
-#include "server/process_metrics.h"
-#include "server/scheduler.h"
-#include "server/server_config.h"
-#include "server/warm_up.h"
-#include "server/weight_registry.h"
+#include "server/config/server_config.h"
+#include "server/core/large_buffer_pool.h"
+#include "server/observability/log.h"
+#include "server/observability/metrics.h"
+#include "server/observability/process_metrics.h"
+#include "server/rpc/normalizer_service.h"
+#include "server/rpc/weight_registry.h"
+#include "server/scheduling/scheduler.h"
+#include "server/startup/backend_factory.h"
+#include "server/startup/warm_up.h"
 
 namespace normd {
 namespace {
 
 constexpr char kVersion[] = "0.1.0";
-#ifdef NORMD_HAVE_CUDA
-constexpr bool kBuiltWithCuda = true;
-#else
-constexpr bool kBuiltWithCuda = false;
-#endif
 
 // Serves /metrics on `address` (port 0: any free port) and logs "metrics on HOST:PORT".
 absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartMetricsEndpoint(
@@ -199,7 +194,7 @@ int RunServer(int argc, char** argv) {
     return 1;
   }
   // The backend's name is known only once it is built (--backend=auto).
-  metrics.SetBuildInfo(kVersion, backend->name, kBuiltWithCuda);
+  metrics.SetBuildInfo(kVersion, backend->name, BuiltWithCuda());
   std::unique_ptr<prometheus::Exposer> exposer;
   if (!config->metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<prometheus::Exposer>> started =

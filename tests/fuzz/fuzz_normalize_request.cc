@@ -3,10 +3,10 @@
 // vouched for. Crashes, sanitizer reports (ASan + UBSan) and broken validation promises (traps
 // below) are findings; a clean refusal is the expected outcome for most inputs.
 //
-// The bytes are decoded twice: by protobuf, and by normd's RequestWire (server/request_wire.h) from
-// slices of a size chosen by the input's length, as gRPC would hand them over. The two must agree:
-// both refuse, or both give the same message, the wire's tensor data (kept in the slices) equal to
-// protobuf's, and the same validation outcome.
+// The bytes are decoded twice: by protobuf, and by normd's RequestWire (server/rpc/request_wire.h)
+// from slices of a size chosen by the input's length, as gRPC would hand them over. The two must
+// agree: both refuse, or both give the same message, the wire's tensor data (kept in the slices)
+// equal to protobuf's, and the same validation outcome.
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
@@ -20,9 +20,9 @@
 
 #include "kernels/cpu_rmsnorm.h"
 #include "normd/v1/normd.pb.h"
-#include "server/request_validation.h"
-#include "server/request_wire.h"
-#include "server/weight_registry.h"
+#include "server/rpc/request_validation.h"
+#include "server/rpc/request_wire.h"
+#include "server/rpc/weight_registry.h"
 
 namespace {
 

@@ -1,9 +1,10 @@
-// libFuzzer target: the batch packer (server/staging_layout.h). The input bytes choose a launch: a
-// dtype and hidden size, then a sequence of requests of random rows, with or without residual, with
-// inline fp32 / same-dtype weights or a registered one, random eps and weight_offset, and values
-// from the bytes. The launch is laid out and packed with the device base addresses equal to the
-// host buffers, computed by the CPU kernel straight from the packed segment table (standing in for
-// the GPU), and unpacked; the requests' tensors come in pieces, as from gRPC's slices. Then:
+// libFuzzer target: the batch packer (server/executors/staging_layout.h). The input bytes choose a
+// launch: a dtype and hidden size, then a sequence of requests of random rows, with or without
+// residual, with inline fp32 / same-dtype weights or a registered one, random eps and
+// weight_offset, and values from the bytes. The launch is laid out and packed with the device base
+// addresses equal to the host buffers, computed by the CPU kernel straight from the packed segment
+// table (standing in for the GPU), and unpacked; the requests' tensors come in pieces, as from
+// gRPC's slices. Then:
 //  - every region is aligned, inside its buffer, and overlaps no other region;
 //  - every request's output and residual_out match the fp64 reference (fp32 within 1e-5 relative,
 //    fp16/bf16 within one unit in the last place), so no request got another's bytes or weight.
@@ -20,8 +21,8 @@
 #include "kernels/cpu_rmsnorm.h"
 #include "kernels/dtype.h"
 #include "kernels/reference.h"
-#include "server/batch_former.h"
-#include "server/staging_layout.h"
+#include "server/batching/batch_former.h"
+#include "server/executors/staging_layout.h"
 
 namespace {
 

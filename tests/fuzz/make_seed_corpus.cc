@@ -12,7 +12,7 @@
 
 #include "kernels/dtype.h"
 #include "normd/v1/normd.pb.h"
-#include "server/weight_registry.h"
+#include "server/rpc/weight_registry.h"
 
 namespace {
 

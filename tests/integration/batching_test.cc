@@ -181,7 +181,8 @@ TEST(BatchingTest, BusyPollingServesLoneAndConcurrentClients) {
 
 TEST(BatchingTest, ConcurrentMixedRequestsAreEachCorrect) {
   NormdProcess server;
-  // Answered from three threads (server/reply_pool.h): each client still gets its own answer.
+  // Answered from three threads (server/batching/reply_pool.h): each client still gets its own
+  // answer.
   ASSERT_TRUE(server.Start({"--backend=cpu", "--max-queue-delay-us=500", "--reply-threads=3"}).ok())
       << server.log();
   std::vector<std::thread> clients;

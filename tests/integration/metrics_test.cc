@@ -217,7 +217,7 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
   EXPECT_EQ(e.Sum("normd_weights_registered"), 1);
   EXPECT_GE(e.Sum("normd_workers", {{"state", "ready"}, {"device", device}}), 1);
   EXPECT_EQ(e.Sum("normd_build_info", {{"backend", TestBackend()}}), 1);
-  // The process's own figures, read at scrape time (server/process_metrics.h).
+  // The process's own figures, read at scrape time (server/observability/process_metrics.h).
   EXPECT_GT(e.Sum("process_resident_memory_bytes"), 1 << 20);
   EXPECT_EQ(TypeOf(e, "process_resident_memory_bytes"), "gauge");
   EXPECT_GT(e.Sum("process_cpu_seconds_total"), 0);

@@ -124,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(AllDtypes, NormalizeValuesTest, ::testing::ValuesIn(All
                          });
 
 // Tensors of 32 MiB: their responses are written into buffers kept from earlier ones
-// (server/large_buffer_pool.h). Two requests in a row with different values, the second with a
+// (server/core/large_buffer_pool.h). Two requests in a row with different values, the second with a
 // residual: both must match the reference (no bytes of the first left in the second), and /metrics
 // must show buffers handed out again.
 TEST_F(NormalizeTest, ThirtyTwoMebibyteResponsesMatchTheReferenceInReusedBuffers) {

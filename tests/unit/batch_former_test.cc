@@ -1,6 +1,7 @@
-// The batching rules (server/batch_former.h) with an injected time: when a launch goes, which
-// requests ride together, the caps, deadline and cancellation removal, and freedom from starvation.
-#include "server/batch_former.h"
+// The batching rules (server/batching/batch_former.h) with an injected time: when a launch goes,
+// which requests ride together, the caps, deadline and cancellation removal, and freedom from
+// starvation.
+#include "server/batching/batch_former.h"
 
 #include <gtest/gtest.h>
 

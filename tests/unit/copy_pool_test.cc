@@ -1,7 +1,8 @@
-// CopyPool (server/copy_pool.h): every byte of every job copied, nothing outside them touched, for
-// any thread count, launch after launch, with helpers sleeping or polling between launches; and the
-// packer (server/staging_layout.h) writing the same staging bytes with a pool as without one.
-#include "server/copy_pool.h"
+// CopyPool (server/executors/copy_pool.h): every byte of every job copied, nothing outside them
+// touched, for any thread count, launch after launch, with helpers sleeping or polling between
+// launches; and the packer (server/executors/staging_layout.h) writing the same staging bytes with
+// a pool as without one.
+#include "server/executors/copy_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "server/staging_layout.h"
+#include "server/executors/staging_layout.h"
 
 namespace normd {
 namespace {

@@ -1,10 +1,10 @@
-// CpuExecutor (server/cpu_executor.h) computes a launch from the requests' bytes where they
-// arrived. An input, residual or inline weight at an address that is not a multiple of its element
-// size (a slice of the received message starts anywhere; the weight has been read in place since
-// 2026-12-02) must give the same bytes as aligned copies, without the kernel reading a misaligned
-// element (UBSan, in the asan preset, reports such a read: fuzz_normalize_request found the
-// weight's first).
-#include "server/cpu_executor.h"
+// CpuExecutor (server/executors/cpu_executor.h) computes a launch from the requests' bytes where
+// they arrived. An input, residual or inline weight at an address that is not a multiple of its
+// element size (a slice of the received message starts anywhere; the weight has been read in place
+// since 2026-12-02) must give the same bytes as aligned copies, without the kernel reading a
+// misaligned element (UBSan, in the asan preset, reports such a read: fuzz_normalize_request found
+// the weight's first).
+#include "server/executors/cpu_executor.h"
 
 #include <gtest/gtest.h>
 
@@ -16,8 +16,8 @@
 
 #include "kernels/cpu_rmsnorm.h"
 #include "kernels/dtype.h"
-#include "server/batch_former.h"
-#include "server/metrics.h"
+#include "server/batching/batch_former.h"
+#include "server/observability/metrics.h"
 
 namespace normd {
 namespace {

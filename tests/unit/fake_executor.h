@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "server/batch_executor.h"
+#include "server/executors/batch_executor.h"
 
 namespace normd {
 

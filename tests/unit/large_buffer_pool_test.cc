@@ -1,7 +1,7 @@
-// LargeBufferPool (server/large_buffer_pool.h): buffers come back by exact size, the idle bytes
-// never exceed the budget, a smaller budget unmaps at once, and buffers handed out concurrently are
-// never handed to two takers at once.
-#include "server/large_buffer_pool.h"
+// LargeBufferPool (server/core/large_buffer_pool.h): buffers come back by exact size, the idle
+// bytes never exceed the budget, a smaller budget unmaps at once, and buffers handed out
+// concurrently are never handed to two takers at once.
+#include "server/core/large_buffer_pool.h"
 
 #include <gtest/gtest.h>
 

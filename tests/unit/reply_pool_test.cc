@@ -1,8 +1,9 @@
-// ReplyPool (server/reply_pool.h) and the worker's use of it: every posted answer sent exactly
-// once, by the helpers or by whoever calls AnswerOne, none lost at Drain or destruction; without
-// helpers, Post answers on the spot; a worker with reply threads answers a launch's first request
-// itself and spreads the others over threads, and Stop returns only once every answer is sent.
-#include "server/reply_pool.h"
+// ReplyPool (server/batching/reply_pool.h) and the worker's use of it: every posted answer sent
+// exactly once, by the helpers or by whoever calls AnswerOne, none lost at Drain or destruction;
+// without helpers, Post answers on the spot; a worker with reply threads answers a launch's first
+// request itself and spreads the others over threads, and Stop returns only once every answer is
+// sent.
+#include "server/batching/reply_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +14,7 @@
 
 #include "absl/time/clock.h"
 #include "base/mutex.h"
-#include "server/worker.h"
+#include "server/batching/worker.h"
 #include "tests/unit/fake_executor.h"
 
 namespace normd {

@@ -1,10 +1,10 @@
-// RequestWire (server/request_wire.h) must decode exactly what protobuf decodes, keeping the
+// RequestWire (server/rpc/request_wire.h) must decode exactly what protobuf decodes, keeping the
 // input's, residual's and inline weight's data in the received slices for what protobuf's
 // serializer writes (the fast path, checked with data_in_slices() so that a silent fallback fails
 // the test), and handing anything odd to protobuf: repeated tensor fields (merged, last data wins),
 // unknown fields, a group, invalid UTF-8 in a string, truncated bytes.
 // tests/fuzz/fuzz_normalize_request.cc compares the two on arbitrary bytes.
-#include "server/request_wire.h"
+#include "server/rpc/request_wire.h"
 
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>

@@ -1,11 +1,11 @@
-// ResponseWire (server/response_wire.h) must produce bytes that protobuf parses as exactly the
+// ResponseWire (server/rpc/response_wire.h) must produce bytes that protobuf parses as exactly the
 // response normd used to build with protobuf itself: output and residual_out with the request's
 // dtype, shape and the bytes written through output()/residual_out(), the request_id, and the
 // launch's timing. The cases cover the lengths where a varint grows (127/128 bytes, 16 KiB),
 // tensors of one element, shapes of several dimensions, an empty request_id, requests with and
 // without a residual, and responses at and just under the size from which the tensors' buffers come
 // from LargeBufferPool.
-#include "server/response_wire.h"
+#include "server/rpc/response_wire.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/support/byte_buffer.h>
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "server/large_buffer_pool.h"
+#include "server/core/large_buffer_pool.h"
 
 namespace normd {
 namespace {

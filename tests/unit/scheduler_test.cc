@@ -1,7 +1,7 @@
 // Workers and the scheduler with a fake executor: immediate launch when idle, coalescing while
 // busy, the queued-bytes bound, least-loaded dispatch, no overlap for small launches, waiting for
 // company, busy polling, and draining on shutdown.
-#include "server/scheduler.h"
+#include "server/scheduling/scheduler.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/mutex.h"
-#include "server/thread_pool.h"
+#include "server/executors/thread_pool.h"
 #include "tests/unit/fake_executor.h"
 
 namespace normd {

@@ -1,6 +1,6 @@
 // LoadServerConfig's handling of --busy-poll-us (automatic by default, explicit values kept,
-// nonsense refused), and the automatic rule itself (server/server_config.h).
-#include "server/server_config.h"
+// nonsense refused), and the automatic rule itself (server/config/server_config.h).
+#include "server/config/server_config.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/flags/reflection.h"
-#include "server/copy_pool.h"
+#include "server/executors/copy_pool.h"
 
 namespace normd {
 namespace {

@@ -1,6 +1,6 @@
-// UsableCpuCount (server/usable_cpus.h) must follow the affinity mask, not the machine's CPU count:
-// normd sizes its CPU backend by it.
-#include "server/usable_cpus.h"
+// UsableCpuCount (server/config/usable_cpus.h) must follow the affinity mask, not the machine's CPU
+// count: normd sizes its CPU backend by it.
+#include "server/config/usable_cpus.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>

@@ -1,6 +1,6 @@
 // The weight registry: content-addressed ids, LRU eviction within the byte bound, and weights kept
 // alive for requests that hold them across an eviction.
-#include "server/weight_registry.h"
+#include "server/rpc/weight_registry.h"
 
 #include <gtest/gtest.h>
 

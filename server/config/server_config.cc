@@ -1,0 +1,367 @@
+#include "server/config/server_config.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/time.h"
+#include "base/command_line.h"
+#include "server/config/usable_cpus.h"
+#include "server/executors/copy_pool.h"
+
+ABSL_FLAG(
+    std::string, listen, "127.0.0.1:50051",
+    "gRPC address to serve on. Loopback by default: expose it on purpose (e.g. 0.0.0.0:50051)");
+ABSL_FLAG(
+    std::string, metrics_listen, "127.0.0.1:9464",
+    "Prometheus metrics endpoint (path /metrics): HOST:PORT, port 0 = any free port, empty = off");
+ABSL_FLAG(absl::Duration, max_connection_age, absl::ZeroDuration(),
+          "Close client connections after this age (e.g. 300s) so that clients re-resolve DNS and "
+          "spread over "
+          "replicas (0 = never)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain to serve TLS with (needs --tls-key; empty = plaintext)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle: require every client to present a certificate it signed (mTLS; needs "
+          "--tls-cert)");
+ABSL_FLAG(std::string, backend, "auto", "auto (cuda when a GPU is visible, else cpu), cuda or cpu");
+ABSL_FLAG(int, cpu_threads, 0,
+          "CPU backend: cores one launch may use (0 = every core this process may run on)");
+ABSL_FLAG(std::string, gpus, "",
+          "CUDA backend: GPU indices to use, e.g. 0,1 (empty = every visible GPU)");
+ABSL_FLAG(int, workers_per_gpu, 2, "CUDA backend: workers (stream + pinned buffers) per GPU");
+ABSL_FLAG(
+    int64_t, zero_copy_max_bytes, int64_t{1} << 20,
+    "CUDA backend: launches moving at most this many bytes (up + down) are computed straight from "
+    "and "
+    "into pinned host memory, skipping the two copies and their fixed cost (0 = always copy)");
+ABSL_FLAG(int, copy_threads, 0,
+          "CUDA backend: threads that copy one launch's bytes into and out of pinned memory, the "
+          "worker's own included, for launches of --parallel-copy-min-bytes and more (0 = "
+          "automatic: half the CPUs per worker, at most 4)");
+ABSL_FLAG(
+    int64_t, parallel_copy_min_bytes, normd::kParallelCopyMinBytes,
+    "CUDA backend: launches copying fewer bytes than this (into and out of pinned memory) are "
+    "copied by the worker's thread alone, without waking the other copy threads");
+ABSL_FLAG(int64_t, copy_spin_us, -1,
+          "CUDA backend: how long copy threads poll for the next launch before sleeping (-1 = as "
+          "long as --busy-poll-us resolves to)");
+ABSL_FLAG(
+    int, reply_threads, 0,
+    "Threads that answer a finished launch's requests (build the responses and hand them to gRPC), "
+    "the worker's own included, so that the worker goes back to launching (0 = automatic: with the "
+    "CUDA backend half the CPUs per worker, at most 4; with the CPU backend 1, the worker alone)");
+ABSL_FLAG(
+    int64_t, overlap_min_bytes, int64_t{256} << 10,
+    "CUDA backend: a launch starts while another is still on the device only if it carries at "
+    "least "
+    "this many payload bytes; smaller requests wait and go out together (0 = always overlap)");
+ABSL_FLAG(int64_t, max_hidden, 65536, "Largest hidden size (last dimension) accepted");
+ABSL_FLAG(int64_t, max_request_bytes, int64_t{256} << 20,
+          "Largest request message in bytes; larger ones get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_batch_rows, 8192,
+          "Rows one launch may carry (one request over it goes alone)");
+ABSL_FLAG(int64_t, max_batch_bytes, int64_t{256} << 20, "Payload bytes one launch may carry");
+ABSL_FLAG(
+    int64_t, max_queue_delay_us, 0,
+    "How long a partial launch may wait for company once its worker is free (0 = never wait)");
+ABSL_FLAG(int64_t, company_wait_us, -1,
+          "Adaptive batching for clients that wait for each answer: a launch may wait up to this "
+          "long for as many requests as the largest of the worker's last --company-memory launches "
+          "carried (at most --company-max-requests), if that is at least --company-min-requests "
+          "(0 = off; -1 = automatic: 1000 with the CUDA backend, else off)");
+ABSL_FLAG(int64_t, company_min_requests, 9,
+          "With --company-wait-us: only an expectation of at least this many requests makes a "
+          "launch wait for company, so that fewer clients than this are never held");
+ABSL_FLAG(int64_t, company_max_requests, 20,
+          "With --company-wait-us: a launch waits for at most this many requests (the ones queued "
+          "beyond them still ride along)");
+ABSL_FLAG(
+    int64_t, company_memory, 8,
+    "With --company-wait-us: how many of its last launches a worker remembers when it decides "
+    "how many requests to wait for (1: the last launch alone)");
+ABSL_FLAG(
+    int64_t, busy_poll_us, -1,
+    "Latency for CPU: after its last launch a worker's thread polls for new requests this long (a "
+    "core busy meanwhile) instead of sleeping, and launches small ones (up to 64 KiB) itself with "
+    "its "
+    "caches warm (0 = off; -1 = automatic: 1000 with the CUDA backend when normd may run on at "
+    "least "
+    "4 CPUs per worker, else off)");
+ABSL_FLAG(int64_t, fill_first_rows, 256,
+          "Requests go to the first worker holding fewer than this many rows (queued or running),"
+          " so that small concurrent requests ride in one worker's launches; past it, to the "
+          "least loaded worker (0 = always the least loaded)");
+ABSL_FLAG(
+    int64_t, max_queue_bytes, int64_t{1} << 30,
+    "Payload bytes of accepted, unanswered requests; past it new requests get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_concurrent_streams, 256,
+          "Calls (streams) one client connection may have open at once; more wait in the client "
+          "until one "
+          "ends (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)");
+ABSL_FLAG(int, malloc_arenas, 0,
+          "glibc malloc arenas shared by normd's threads (0 = one per 4 cores it may run on, at "
+          "least 1). Each "
+          "keeps up to max(--max-queue-bytes, 32 MiB) of freed memory for the next requests, so "
+          "fewer arenas "
+          "bound memory tighter; more spread allocations over more locks");
+ABSL_FLAG(
+    int64_t, response_pool_bytes, -1,
+    "Buffers of responses' 32 MiB-and-larger tensors kept, once sent, for the next such responses "
+    "(written in place without a page fault each 4 KiB); past it they go back to the kernel (-1 = "
+    "automatic: max(--max-queue-bytes, 32 MiB), the memory given to requests in flight)");
+ABSL_FLAG(int64_t, max_weight_bytes, int64_t{1} << 30,
+          "Bytes of registered weights kept; least recently used ones are evicted past it");
+ABSL_FLAG(int, stream_max_inflight, 64,
+          "Requests one NormalizeStream may have read ahead of their responses (flow control)");
+ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
+          "On SIGTERM/SIGINT, how long accepted requests may take to finish before normd exits "
+          "(e.g. 30s)");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+
+namespace normd {
+namespace {
+
+bool IsNormdFlagFile(absl::string_view filename) {
+  return absl::EndsWith(filename, "server/config/server_config.cc");
+}
+
+constexpr char kUsage[] =
+    "normd: RMSNorm offload over gRPC (normd.v1.Normalizer).\n"
+    "Usage: normd [--flag=value ...]. Flags may be written with dashes or underscores, and each "
+    "has an\n"
+    "environment twin NORMD_<FLAG_NAME> (e.g. NORMD_LISTEN, NORMD_MAX_QUEUE_BYTES); the command "
+    "line\n"
+    "wins over the environment.";
+
+// Applies NORMD_<NAME> environment variables to the flags they name.
+absl::Status ApplyEnvironment() {
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (!IsNormdFlagFile(flag->Filename())) continue;
+    const std::string env_name = absl::StrCat("NORMD_", absl::AsciiStrToUpper(name));
+    const char* value = std::getenv(env_name.c_str());
+    if (value == nullptr) continue;
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return absl::InvalidArgumentError(absl::StrCat(env_name, "=", value, ": ", error));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A microseconds flag whose -1 means "automatic" (resolved later, by the backend): true for -1,
+// leaving *value as it is; otherwise false, with *value set.
+bool ReadAutomaticMicroseconds(int64_t flag_us, absl::Duration* value) {
+  if (flag_us == -1) return true;
+  *value = absl::Microseconds(flag_us);
+  return false;
+}
+
+absl::Status CheckPositive(absl::string_view name, int64_t value) {
+  if (value > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--", name, " = ", value, " must be positive"));
+}
+
+absl::Status CheckNonNegative(absl::string_view name, int64_t value) {
+  if (value >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("--", name, " = ", value, " must be >= 0"));
+}
+
+}  // namespace
+
+int64_t FreedBytesKeptPerArena(int64_t max_queue_bytes) {
+  return std::clamp<int64_t>(max_queue_bytes, int64_t{32} << 20, int64_t{1} << 30);
+}
+
+int64_t AutomaticResponsePoolBytes(int64_t max_queue_bytes) {
+  return std::max<int64_t>(max_queue_bytes, int64_t{32} << 20);
+}
+
+absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
+  // absl allows one usage message per process; tests load configurations more than once.
+  static const bool usage_set = [] {
+    absl::SetProgramUsageMessage(kUsage);
+    return true;
+  }();
+  (void)usage_set;
+  // --help lists normd's own flags (absl's default looks for flags defined in main's file).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = &IsNormdFlagFile;
+  usage.contains_helpshort_flags = &IsNormdFlagFile;
+  absl::SetFlagsUsageConfig(usage);
+  if (absl::Status env = ApplyEnvironment(); !env.ok()) return env;
+  const std::vector<std::string> rest = ParseCommandLineWithDashes(argc, argv);
+  if (rest.size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", rest[1], "' (see --help)"));
+  }
+
+  ServerConfig c;
+  c.listen = absl::GetFlag(FLAGS_listen);
+  c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  c.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
+  c.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  c.tls_key = absl::GetFlag(FLAGS_tls_key);
+  c.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together: give both or neither");
+  }
+  if (!c.tls_client_ca.empty() && c.tls_cert.empty()) {
+    return absl::InvalidArgumentError("--tls-client-ca (mTLS) needs --tls-cert and --tls-key");
+  }
+  c.backend = absl::GetFlag(FLAGS_backend);
+  if (c.backend != "auto" && c.backend != "cpu" && c.backend != "cuda") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend = '", c.backend, "': expected auto, cpu or cuda"));
+  }
+  c.cpu_threads = absl::GetFlag(FLAGS_cpu_threads);
+  if (c.cpu_threads <= 0) c.cpu_threads = UsableCpuCount();
+  c.gpus = absl::GetFlag(FLAGS_gpus);
+  c.workers_per_gpu = absl::GetFlag(FLAGS_workers_per_gpu);
+  c.zero_copy_max_bytes = absl::GetFlag(FLAGS_zero_copy_max_bytes);
+  c.batch.overlap_min_bytes = absl::GetFlag(FLAGS_overlap_min_bytes);
+  c.copy_threads = absl::GetFlag(FLAGS_copy_threads);
+  c.parallel_copy_min_bytes = absl::GetFlag(FLAGS_parallel_copy_min_bytes);
+  if (absl::Status s = CheckNonNegative("parallel_copy_min_bytes", c.parallel_copy_min_bytes);
+      !s.ok()) {
+    return s;
+  }
+  c.copy_spin_as_busy_poll =
+      ReadAutomaticMicroseconds(absl::GetFlag(FLAGS_copy_spin_us), &c.copy_spin);
+  c.reply_threads = absl::GetFlag(FLAGS_reply_threads);
+  c.max_hidden = absl::GetFlag(FLAGS_max_hidden);
+  c.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  c.batch.max_rows = absl::GetFlag(FLAGS_max_batch_rows);
+  c.batch.max_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
+  c.batch.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
+  c.company_wait_automatic =
+      ReadAutomaticMicroseconds(absl::GetFlag(FLAGS_company_wait_us), &c.batch.company_wait);
+  c.batch.company_min_requests = absl::GetFlag(FLAGS_company_min_requests);
+  c.batch.company_max_requests = absl::GetFlag(FLAGS_company_max_requests);
+  const int64_t company_memory = absl::GetFlag(FLAGS_company_memory);
+  if (company_memory < 1 || company_memory > kMaxCompanyMemory) {
+    return absl::InvalidArgumentError(absl::StrCat("--company_memory = ", company_memory,
+                                                   " must be in [1, ", kMaxCompanyMemory, "]"));
+  }
+  c.batch.company_memory = static_cast<int>(company_memory);
+  c.busy_poll_automatic =
+      ReadAutomaticMicroseconds(absl::GetFlag(FLAGS_busy_poll_us), &c.batch.busy_poll);
+  c.max_queue_bytes = absl::GetFlag(FLAGS_max_queue_bytes);
+  c.fill_first_rows = absl::GetFlag(FLAGS_fill_first_rows);
+  if (absl::Status s = CheckNonNegative("fill_first_rows", c.fill_first_rows); !s.ok()) return s;
+  c.max_weight_bytes = absl::GetFlag(FLAGS_max_weight_bytes);
+  c.response_pool_bytes = absl::GetFlag(FLAGS_response_pool_bytes);
+  // Automatic: the memory given to requests in flight (server_config.h says why). Under 32 MiB
+  // requests on the H200, 256 MiB (8 buffers) sent 40% of takes to fresh mappings at c=64, and
+  // 1 GiB 15-24% at c=64 and 62% at c=256 (docs/BENCHMARKS.md).
+  if (c.response_pool_bytes == -1)
+    c.response_pool_bytes = AutomaticResponsePoolBytes(c.max_queue_bytes);
+  if (c.response_pool_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--response_pool_bytes = ", c.response_pool_bytes, " must be >= 0, or -1 for automatic"));
+  }
+  c.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  c.malloc_arenas = absl::GetFlag(FLAGS_malloc_arenas);
+  // One arena per 4 cores: on the H200 machine's 16 cores, 4 arenas kept 1-row requests at c=256 at
+  // 0.91-0.99 of the echo where 2 gave 0.84 and 1 gave 0.66-0.68; on 2 cores 1 arena cost nothing
+  // measurable and left the least memory behind an overload (docs/RELIABILITY.md).
+  if (c.malloc_arenas == 0) c.malloc_arenas = std::max(1, UsableCpuCount() / 4);
+  c.stream_max_inflight = absl::GetFlag(FLAGS_stream_max_inflight);
+  c.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
+  for (const auto& [name, value] :
+       {std::pair<absl::string_view, int64_t>{"workers_per_gpu", c.workers_per_gpu},
+        {"max_hidden", c.max_hidden},
+        {"max_request_bytes", c.max_request_bytes},
+        {"max_batch_rows", c.batch.max_rows},
+        {"max_batch_bytes", c.batch.max_bytes},
+        {"company_min_requests", c.batch.company_min_requests},
+        {"company_max_requests", c.batch.company_max_requests},
+        {"max_queue_bytes", c.max_queue_bytes},
+        {"max_weight_bytes", c.max_weight_bytes},
+        {"stream_max_inflight", c.stream_max_inflight},
+        {"max_concurrent_streams", c.max_concurrent_streams}}) {
+    if (absl::Status s = CheckPositive(name, value); !s.ok()) return s;
+  }
+  if (c.max_request_bytes > (int64_t{2} << 30) - 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_request_bytes = ", c.max_request_bytes,
+                                                   " exceeds gRPC's 2 GiB message limit"));
+  }
+  if (absl::GetFlag(FLAGS_max_queue_delay_us) < 0 || absl::GetFlag(FLAGS_company_wait_us) < -1 ||
+      c.drain_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_queue_delay_us = ", absl::GetFlag(FLAGS_max_queue_delay_us),
+                     ", --company_wait_us = ", absl::GetFlag(FLAGS_company_wait_us),
+                     " and --drain_timeout = ", absl::FormatDuration(c.drain_timeout),
+                     " must be >= 0 (--company_wait_us may be -1: automatic)"));
+  }
+  if (c.batch.company_max_requests < c.batch.company_min_requests) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--company_max_requests = ", c.batch.company_max_requests,
+                     " is below --company_min_requests = ", c.batch.company_min_requests,
+                     ": no launch would ever wait for company (--company_wait_us=0 turns "
+                     "waiting off)"));
+  }
+  if (c.copy_threads < 0 || absl::GetFlag(FLAGS_copy_spin_us) < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--copy_threads = ", c.copy_threads,
+        " must be >= 0 and --copy_spin_us = ", absl::GetFlag(FLAGS_copy_spin_us), " >= -1"));
+  }
+  if (c.reply_threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--reply_threads = ", c.reply_threads, " must be >= 0 (0 = automatic)"));
+  }
+  if (absl::GetFlag(FLAGS_busy_poll_us) < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--busy_poll_us = ", absl::GetFlag(FLAGS_busy_poll_us),
+                     " must be >= 0, or -1 for automatic"));
+  }
+  if (absl::Status s = CheckNonNegative("malloc_arenas", c.malloc_arenas); !s.ok()) return s;
+  if (c.zero_copy_max_bytes < 0 || c.batch.overlap_min_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--zero_copy_max_bytes = ", c.zero_copy_max_bytes,
+                     " and --overlap_min_bytes = ", c.batch.overlap_min_bytes, " must be >= 0"));
+  }
+  if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &c.log_level)) {
+    return absl::InvalidArgumentError(absl::StrCat("--log_level = '",
+                                                   absl::GetFlag(FLAGS_log_level),
+                                                   "': expected debug, info, warning or error"));
+  }
+  return c;
+}
+
+absl::Duration AutomaticBusyPoll(int usable_cpus, int cuda_workers) {
+  if (cuda_workers <= 0 || usable_cpus < kBusyPollAutomaticCpusPerWorker * cuda_workers) {
+    return absl::ZeroDuration();
+  }
+  return kBusyPollAutomatic;
+}
+
+namespace {
+
+// Half the usable CPUs each CUDA worker has, at least 1 and at most `most`: the rule both the copy
+// and the reply threads' automatic choices follow.
+int HalfTheCpusPerWorker(int usable_cpus, int cuda_workers, int most) {
+  if (cuda_workers <= 0) return 1;
+  return std::clamp(usable_cpus / cuda_workers / 2, 1, most);
+}
+
+}  // namespace
+
+int AutomaticCopyThreads(int usable_cpus, int cuda_workers) {
+  return HalfTheCpusPerWorker(usable_cpus, cuda_workers, kMaxAutomaticCopyThreads);
+}
+
+int AutomaticReplyThreads(int usable_cpus, int cuda_workers) {
+  return HalfTheCpusPerWorker(usable_cpus, cuda_workers, kMaxAutomaticReplyThreads);
+}
+
+}  // namespace normd

@@ -1,0 +1,108 @@
+// The domain types every stage of normd shares: a validated request, the work item that carries it
+// from the service through the scheduler and a worker's queue to a launch, and the launch itself.
+//
+// Ownership: the service creates a WorkItem when it accepts a request and hands it to the
+// scheduler; from then on exactly one party owns it: the worker queue, then the launch that runs
+// it. Whoever ends its life calls Complete() exactly once, which answers the client (the service's
+// callback), and then the item is destroyed. The request's bytes (which `request` points into) and
+// the output buffers belong to the service's call state and stay valid until Complete() returns.
+#ifndef NORMD_SERVER_CORE_WORK_H_
+#define NORMD_SERVER_CORE_WORK_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "kernels/dtype.h"
+#include "server/core/tensor_bytes.h"
+
+namespace normd {
+
+// A weight stored by RegisterWeight and named by its id in later requests.
+struct RegisteredWeight {
+  std::string id;
+  DType dtype;
+  int64_t hidden;
+  std::string bytes;  // hidden * ItemSize(dtype) little-endian elements
+};
+
+struct ValidatedRequest {
+  DType dtype = DType::kFloat32;
+  int64_t rows = 0;
+  int64_t hidden = 0;
+  TensorBytes input;     // rows * hidden elements, where the request's bytes arrived
+  TensorBytes residual;  // same, or absent (!present())
+  // hidden elements of weight_dtype: an inline weight where it arrived, like the input (in pieces,
+  // at any address), or a registered weight's bytes. Executors read it as they read the input.
+  TensorBytes weight;
+  DType weight_dtype = DType::kFloat32;
+  float eps = 0.0f;
+  float weight_offset = 0.0f;
+  std::shared_ptr<const RegisteredWeight> registered_weight;  // keeps a weight_id's bytes alive
+
+  int64_t elements() const { return rows * hidden; }
+  // Tensor payload bytes in (input, residual) and out (output, residual_out).
+  int64_t payload_bytes() const {
+    return elements() * static_cast<int64_t>(ItemSize(dtype)) * (has_residual() ? 2 : 1);
+  }
+  bool has_residual() const { return residual.present(); }
+};
+
+// What a request learns about the launch it rode in (reported in its Timing).
+struct LaunchReport {
+  absl::Duration queue_wait;
+  absl::Duration compute;
+  int32_t batch_rows = 0;
+  int32_t batch_requests = 0;
+};
+
+struct WorkItem {
+  ValidatedRequest request;
+  void* output = nullptr;        // rows * hidden elements of request.dtype
+  void* residual_out = nullptr;  // same, when request.residual is set
+  absl::Time enqueued = absl::InfinitePast();
+  absl::Time deadline = absl::InfiniteFuture();
+  // normd's own start-up launch: computed like any request, but not a client's, so it stays out of
+  // the per-request metrics (payload bytes, queue wait).
+  bool is_warm_up = false;
+  // The submitting thread may compute this item itself when the worker is idle (see
+  // BatchExecutor::runs_on_caller_thread). Only where answering the item from inside the submit
+  // call is safe: the unary handler, which holds no lock of its own there (a stream's reactor
+  // does).
+  bool may_run_on_caller_thread = false;
+  // When true, the scheduler keeps this item's bytes charged against --max-queue-bytes after
+  // on_done, until the submitter calls Scheduler::ReleaseHeldBytes: the unary handler does, once
+  // gRPC has sent the response (a client that reads slowly keeps its responses in normd's memory
+  // till then).
+  bool hold_bytes_until_released = false;
+  // True once the client has gone away; checked before any compute is spent on the item.
+  std::function<bool()> is_cancelled;
+  // Answers the client. Called exactly once, from any thread.
+  std::function<void(const absl::Status&, const LaunchReport&)> on_done;
+
+  int64_t rows() const { return request.rows; }
+  int64_t bytes() const { return request.payload_bytes(); }
+  void Complete(const absl::Status& status, const LaunchReport& report = {}) {
+    on_done(status, report);
+  }
+};
+
+// One kernel launch's worth of requests: all of one dtype and hidden size.
+struct Launch {
+  DType dtype = DType::kFloat32;
+  int64_t hidden = 0;
+  int64_t rows = 0;
+  int64_t bytes = 0;
+  std::vector<std::unique_ptr<WorkItem>> items;
+};
+
+using WorkQueue = std::deque<std::unique_ptr<WorkItem>>;
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_CORE_WORK_H_

@@ -1,0 +1,123 @@
+#include "server/executors/staging_layout.h"
+
+#include <vector>
+
+#include "base/streaming_copy.h"
+
+namespace normd {
+namespace {
+
+// The copies that put a tensor's bytes at `to`, a destination the device reads next: one job per
+// piece, with streaming stores when the tensor is large enough to gain from them
+// (base/streaming_copy.h), whatever the sizes of its pieces.
+void AddCopyJobsBypassingCaches(const TensorBytes& bytes, void* to, std::vector<CopyJob>& jobs) {
+  const bool streaming = static_cast<size_t>(bytes.size()) >= kStreamingCopyMinBytes;
+  char* out = static_cast<char*>(to);
+  for (const auto& [data, size] : bytes.pieces()) {
+    jobs.push_back(CopyJob{out, data, size, streaming});
+    out += size;
+  }
+}
+
+int64_t AlignUp(int64_t v) { return (v + kStagingAlign - 1) / kStagingAlign * kStagingAlign; }
+
+char* At(void* base, int64_t offset) { return static_cast<char*>(base) + offset; }
+const char* At(const void* base, int64_t offset) { return static_cast<const char*>(base) + offset; }
+
+}  // namespace
+
+StagingLayout LayOutLaunch(const Launch& launch) {
+  const size_t n = launch.items.size();
+  const auto itemsize = static_cast<int64_t>(ItemSize(launch.dtype));
+  StagingLayout layout;
+  layout.weight_at.assign(n, -1);
+  layout.input_at.assign(n, 0);
+  layout.residual_at.assign(n, -1);
+  layout.output_at.assign(n, 0);
+  layout.residual_out_at.assign(n, -1);
+  int64_t up = AlignUp(static_cast<int64_t>(n * sizeof(RmsNormSegment)));
+  for (size_t i = 0; i < n; ++i) {
+    const ValidatedRequest& r = launch.items[i]->request;
+    if (r.registered_weight == nullptr) {
+      layout.weight_at[i] = up;
+      up += AlignUp(r.hidden * static_cast<int64_t>(ItemSize(r.weight_dtype)));
+    }
+  }
+  int64_t down = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t bytes = AlignUp(launch.items[i]->request.elements() * itemsize);
+    layout.input_at[i] = up;
+    up += bytes;
+    layout.output_at[i] = down;
+    down += bytes;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!launch.items[i]->request.has_residual()) continue;
+    const int64_t bytes = AlignUp(launch.items[i]->request.elements() * itemsize);
+    layout.residual_at[i] = up;
+    up += bytes;
+    layout.residual_out_at[i] = down;
+    down += bytes;
+  }
+  layout.up_bytes = up;
+  layout.down_bytes = down;
+  return layout;
+}
+
+absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void* up_host,
+                        const void* up_device, void* down_device,
+                        const DeviceWeightLookup& device_weight, CopyPool* copies) {
+  auto* table = static_cast<RmsNormSegment*>(up_host);
+  std::vector<CopyJob> rows;
+  int64_t first_row = 0;
+  for (size_t i = 0; i < launch.items.size(); ++i) {
+    const ValidatedRequest& r = launch.items[i]->request;
+    RmsNormSegment seg{};
+    // Straight from where the request's bytes arrived (TensorBytes), which the device reads next
+    // and the CPU never: see base/streaming_copy.h.
+    AddCopyJobsBypassingCaches(r.input, At(up_host, layout.input_at[i]), rows);
+    seg.input = At(up_device, layout.input_at[i]);
+    seg.output = At(down_device, layout.output_at[i]);
+    if (r.has_residual()) {
+      AddCopyJobsBypassingCaches(r.residual, At(up_host, layout.residual_at[i]), rows);
+      seg.residual = At(up_device, layout.residual_at[i]);
+      seg.residual_out = At(down_device, layout.residual_out_at[i]);
+    }
+    if (r.registered_weight != nullptr) {
+      absl::StatusOr<const void*> weight = device_weight(*r.registered_weight);
+      if (!weight.ok()) return weight.status();
+      seg.weight = *weight;
+    } else {
+      r.weight.CopyTo(At(up_host, layout.weight_at[i]));  // small: on this thread, cached stores
+      seg.weight = At(up_device, layout.weight_at[i]);
+    }
+    seg.weight_dtype = r.weight_dtype;
+    seg.first_row = first_row;
+    seg.rows = r.rows;
+    seg.eps = r.eps;
+    seg.weight_offset = r.weight_offset;
+    first_row += r.rows;
+    table[i] = seg;
+  }
+  RunCopies(copies, rows);
+  return absl::OkStatus();
+}
+
+void UnpackLaunch(const Launch& launch, const StagingLayout& layout, const void* down_host,
+                  CopyPool* copies) {
+  const auto itemsize = static_cast<int64_t>(ItemSize(launch.dtype));
+  // Into the responses' own buffers, which gRPC reads next: ordinary stores.
+  std::vector<CopyJob> outputs;
+  for (size_t i = 0; i < launch.items.size(); ++i) {
+    const WorkItem& item = *launch.items[i];
+    const int64_t bytes = item.request.elements() * itemsize;
+    outputs.push_back(CopyJob{item.output, At(down_host, layout.output_at[i]), bytes, false});
+    if (layout.residual_out_at[i] >= 0) {
+      outputs.push_back(
+          CopyJob{item.residual_out, At(down_host, layout.residual_out_at[i]), bytes, false});
+    }
+  }
+  RunCopies(copies, outputs);
+}
+
+}  // namespace normd

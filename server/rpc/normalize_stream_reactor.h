@@ -1,0 +1,106 @@
+// NormalizeStream: a bidirectional stream whose responses come back in request order.
+//
+// The reactor keeps reading while earlier requests compute (up to `max_inflight` requests ahead of
+// their responses: the flow-control bound on what one stream can make the server hold), and writes
+// each response as soon as it and every response before it are ready. A bad message (or a failed
+// request) ends the stream with its status, naming the message's index and request_id, after the
+// responses to the messages before it. Messages travel as raw bytes (see NormalizerServiceBase):
+// the reactor parses each request, so that bytes that are not a NormalizeRequest end the stream
+// with INVALID_ARGUMENT instead of passing for the client's half-close, and takes each response's
+// bytes (ResponseWire) once it is computed.
+//
+// Threads: gRPC calls OnReadDone/OnWriteDone, and workers complete requests, from any thread. All
+// state is guarded by mu_. gRPC calls (StartRead, StartWrite, Finish) are made outside the lock,
+// and only after the decision to make them was recorded under it (a flag set, a slot kept), so that
+// Finish, which lets gRPC destroy the reactor, can only happen once nothing else will touch it.
+#ifndef NORMD_SERVER_RPC_NORMALIZE_STREAM_REACTOR_H_
+#define NORMD_SERVER_RPC_NORMALIZE_STREAM_REACTOR_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "base/mutex.h"
+#include "normd/v1/normd.pb.h"
+#include "server/observability/metrics.h"
+#include "server/rpc/request_validation.h"
+#include "server/rpc/request_wire.h"
+#include "server/rpc/response_wire.h"
+#include "server/rpc/weight_registry.h"
+#include "server/scheduling/scheduler.h"
+
+namespace normd {
+
+class NormalizeStreamReactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  NormalizeStreamReactor(grpc::CallbackServerContext* context, Scheduler& scheduler,
+                         WeightRegistry& weights, ValidationLimits limits, int max_inflight,
+                         ServerMetrics* metrics);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone() override {
+    TakenBackFromLibrary(
+        this);  // gRPC's last callback: what every thread did before Finish is visible
+    delete this;
+  }
+
+ private:
+  // One request of the stream and, once computed, its response.
+  struct Slot {
+    int64_t index = 0;
+    absl::Time received;
+    grpc::ByteBuffer raw_request;   // as read; parsed into `request`
+    absl::Status parsed;            // why raw_request is not a NormalizeRequest, if it is not
+    RequestWire request;            // parsed, holding the received slices its tensors' data is in
+    ResponseWire response;          // the outputs, written by the worker
+    grpc::ByteBuffer raw_response;  // `response`'s bytes, once computed
+    bool done = false;
+    absl::Status status;
+  };
+
+  // What to do next, decided under mu_ and done outside it.
+  struct Next {
+    const grpc::ByteBuffer* write = nullptr;
+    grpc::ByteBuffer* read = nullptr;
+    bool finish = false;
+    grpc::Status finish_status;
+  };
+
+  // Decides under the lock what to do next (write, read, finish) and does it outside the lock.
+  // Call only where gRPC keeps the reactor alive (its reactions, the constructor); a worker's
+  // thread must decide in the same critical section as its own update (CompleteSlot).
+  void Pump();
+  Next DecideLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Act(const Next& next);
+  void Admit(Slot* slot);  // a slot already in slots_, not yet done
+  void CompleteSlot(Slot* slot, const absl::Status& status);
+  absl::Status StreamError(const Slot& slot, const absl::Status& status) const;
+
+  grpc::CallbackServerContext* const context_;
+  Scheduler& scheduler_;
+  WeightRegistry& weights_;
+  const ValidationLimits limits_;
+  const size_t max_inflight_;
+  ServerMetrics* const metrics_;  // may be null
+
+  normd::Mutex mu_;
+  std::deque<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);  // front: next response to write
+  std::unique_ptr<Slot> reading_ ABSL_GUARDED_BY(mu_);            // target of the outstanding read
+  int64_t next_index_ ABSL_GUARDED_BY(mu_) = 0;
+  bool read_outstanding_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_outstanding_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) =
+      false;  // half-closed by the client, or stopped by an error
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status stream_status_ ABSL_GUARDED_BY(mu_);  // the first error: how the stream ends
+};
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_RPC_NORMALIZE_STREAM_REACTOR_H_

@@ -1,0 +1,165 @@
+#include "server/rpc/normalizer_service.h"
+
+#include <atomic>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/mutex.h"
+#include "base/status_macros.h"
+#include "server/rpc/call_state.h"
+#include "server/rpc/grpc_status.h"
+#include "server/rpc/normalize_stream_reactor.h"
+#include "server/rpc/request_wire.h"
+#include "server/rpc/response_wire.h"
+
+namespace normd {
+
+namespace {
+
+// Finishes a unary call and counts it.
+void FinishUnary(grpc::ServerUnaryReactor* reactor, ServerMetrics* metrics, const char* method,
+                 absl::Time start, const absl::Status& status) {
+  if (metrics != nullptr) metrics->RequestDone(method, status, absl::Now() - start);
+  HandingToLibrary(reactor);  // the response, written on this thread, is destroyed after OnDone
+  reactor->Finish(ToGrpcStatus(status));
+}
+
+// A unary call's reactor. For Normalize, once gRPC is done with the call (the response sent, or the
+// call cancelled), it uncharges the request's bytes from the scheduler's budget. Until then the
+// response sits in normd's memory, so it counts as queued: a client that sends fast and reads
+// slowly is refused with RESOURCE_EXHAUSTED instead of growing normd's memory. Every unary method
+// uses it (rather than gRPC's default reactor) so that OnDone can state gRPC's hand-off for
+// ThreadSanitizer.
+class UnaryCallReactor : public grpc::ServerUnaryReactor {
+ public:
+  explicit UnaryCallReactor(Scheduler& scheduler) : scheduler_(scheduler) {}
+  // Set before submitting (the answer may come before Submit returns); zero if it was refused.
+  void set_held_bytes(int64_t bytes) { held_bytes_.store(bytes, std::memory_order_relaxed); }
+  void OnDone() override {
+    // OnDone may run on another gRPC thread than the handler; gRPC orders the two, but out of sight
+    // of ThreadSanitizer (an uninstrumented library), hence the atomic and the annotation.
+    TakenBackFromLibrary(this);
+    if (const int64_t bytes = held_bytes_.load(std::memory_order_relaxed); bytes > 0) {
+      scheduler_.ReleaseHeldBytes(bytes);
+    }
+    delete this;
+  }
+  // OnDone above is an atomic subtraction and a delete, so gRPC may run it on the thread that
+  // completes the call instead of handing every call's OnDone to its executor threads: that
+  // hand-off cost normd a thread hop and ~22 us of executor CPU per call, twice the echo's executor
+  // time (whose default reactor is inlineable), on the H200 machine with 1-row requests
+  // (docs/BENCHMARKS.md, "Where the 1-row gap comes from"). gRPC marks this hook "not API", for
+  // reactors with trivial reactions like its own default reactor's; `override` turns its removal in
+  // a later gRPC into a build error here.
+  bool InternalInlineable() override { return true; }
+
+ private:
+  Scheduler& scheduler_;
+  std::atomic<int64_t> held_bytes_{0};
+};
+
+// A Normalize call's reactor, holding the parsed request (which the WorkItem points into) and the
+// response being built, both until gRPC is done with the call.
+class NormalizeCallReactor final : public UnaryCallReactor {
+ public:
+  using UnaryCallReactor::UnaryCallReactor;
+  RequestWire& request() { return request_; }
+  ResponseWire& response() { return response_; }
+
+ private:
+  RequestWire request_;
+  ResponseWire response_;
+};
+
+}  // namespace
+
+NormalizerService::NormalizerService(Scheduler& scheduler, WeightRegistry& weights,
+                                     ServiceOptions options, ServerMetrics* metrics)
+    : scheduler_(scheduler), weights_(weights), options_(std::move(options)), metrics_(metrics) {}
+
+grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* raw_request,
+                                                       grpc::ByteBuffer* raw_response) {
+  const absl::Time start = absl::Now();
+  auto* reactor = new NormalizeCallReactor(scheduler_);  // deletes itself in OnDone
+  RequestWire& request = reactor->request();
+  absl::Status parsed = request.Parse(*raw_request);
+  absl::StatusOr<ValidatedRequest> validated =
+      parsed.ok() ? ValidateNormalizeRequest(request.message(), request.input_data(),
+                                             request.residual_data(), request.weight_data(),
+                                             options_.limits, weights_)
+                  : std::move(parsed);
+  if (!validated.ok()) {
+    FinishUnary(reactor, metrics_, "Normalize", start, validated.status());
+    return reactor;
+  }
+  std::unique_ptr<WorkItem> item =
+      MakeWorkItem(request.message(), *std::move(validated), reactor->response(), *context);
+  item->may_run_on_caller_thread = true;  // nothing is locked here; see Worker's shortcut
+  item->hold_bytes_until_released = true;
+  reactor->set_held_bytes(item->bytes());
+  item->on_done = [reactor, raw_response, metrics = metrics_, start](const absl::Status& status,
+                                                                     const LaunchReport& report) {
+    if (status.ok()) {
+      grpc::ByteBuffer bytes = reactor->response().Finish(report);
+      raw_response->Swap(&bytes);
+    }
+    FinishUnary(reactor, metrics, "Normalize", start, status);
+  };
+  if (absl::Status admitted = scheduler_.Submit(std::move(item)); !admitted.ok()) {
+    reactor->set_held_bytes(0);  // nothing was charged
+    FinishUnary(reactor, metrics_, "Normalize", start, admitted);
+  }
+  return reactor;
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NormalizerService::NormalizeStream(
+    grpc::CallbackServerContext* context) {
+  return new NormalizeStreamReactor(context, scheduler_, weights_, options_.limits,
+                                    options_.stream_max_inflight, metrics_);
+}
+
+grpc::ServerUnaryReactor* NormalizerService::RegisterWeight(
+    grpc::CallbackServerContext* /*context*/, const normd::v1::RegisterWeightRequest* request,
+    normd::v1::RegisterWeightResponse* response) {
+  const absl::Time start = absl::Now();
+  grpc::ServerUnaryReactor* reactor = new UnaryCallReactor(scheduler_);  // deletes itself in OnDone
+  const absl::Status status = [&]() -> absl::Status {
+    if (!request->has_weight())
+      return absl::InvalidArgumentError("weight: missing; send a [hidden] tensor");
+    DType dtype;
+    int64_t rows, hidden;
+    NORMD_RETURN_IF_ERROR(ValidateTensor(request->weight(), "weight", &dtype, &rows, &hidden));
+    if (request->weight().shape_size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("weight: shape has ",
+                                                     request->weight().shape_size(),
+                                                     " dimensions; a weight is 1-D [hidden]"));
+    }
+    if (hidden > options_.limits.max_hidden) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("hidden: weight length ", hidden,
+                       " exceeds --max-hidden = ", options_.limits.max_hidden));
+    }
+    NORMD_ASSIGN_OR_RETURN(std::string id,
+                           weights_.Register(dtype, hidden, request->weight().data()));
+    response->set_weight_id(std::move(id));
+    if (metrics_ != nullptr)
+      metrics_->weights_registered().Set(static_cast<double>(weights_.count()));
+    return absl::OkStatus();
+  }();
+  FinishUnary(reactor, metrics_, "RegisterWeight", start, status);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* NormalizerService::GetServerInfo(
+    grpc::CallbackServerContext* /*context*/, const normd::v1::GetServerInfoRequest* /*request*/,
+    normd::v1::ServerInfo* response) {
+  const absl::Time start = absl::Now();
+  *response = options_.info;
+  grpc::ServerUnaryReactor* reactor = new UnaryCallReactor(scheduler_);  // deletes itself in OnDone
+  FinishUnary(reactor, metrics_, "GetServerInfo", start, absl::OkStatus());
+  return reactor;
+}
+
+}  // namespace normd

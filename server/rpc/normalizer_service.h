@@ -1,0 +1,67 @@
+// The normd.v1.Normalizer service on gRPC's callback API.
+//
+// Handlers never compute: they validate (answering a caller's mistake at once), size the response,
+// and hand a WorkItem to the scheduler; the reactor finishes when the item's launch is done, on the
+// worker's thread. RegisterWeight and GetServerInfo answer inline.
+#ifndef NORMD_SERVER_RPC_NORMALIZER_SERVICE_H_
+#define NORMD_SERVER_RPC_NORMALIZER_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "normd/v1/normd.grpc.pb.h"
+#include "server/observability/metrics.h"
+#include "server/rpc/request_validation.h"
+#include "server/rpc/weight_registry.h"
+#include "server/scheduling/scheduler.h"
+
+namespace normd {
+
+struct ServiceOptions {
+  ValidationLimits limits;
+  int stream_max_inflight = 64;  // requests of one stream read ahead of their responses
+  normd::v1::ServerInfo info;    // what GetServerInfo answers
+};
+
+// Normalize and NormalizeStream are registered raw (bytes in and out):
+// - normd builds their responses' bytes itself (ResponseWire), so that output tensors are written
+//   once, by the executor, into the buffers gRPC sends, instead of being zero-filled, written, and
+//   copied again by protobuf's serializer;
+// - normd parses their requests itself: gRPC 1.51's typed callback API answers a unary request it
+//   cannot parse with UNIMPLEMENTED and no message, and reports a stream message it cannot parse
+//   exactly like the client's half-close (OnReadDone(false)), so the stream would end OK with that
+//   message silently dropped. normd answers INVALID_ARGUMENT, saying the bytes are not a request.
+using NormalizerServiceBase = normd::v1::Normalizer::WithRawCallbackMethod_Normalize<
+    normd::v1::Normalizer::WithRawCallbackMethod_NormalizeStream<
+        normd::v1::Normalizer::WithCallbackMethod_RegisterWeight<
+            normd::v1::Normalizer::WithCallbackMethod_GetServerInfo<
+                normd::v1::Normalizer::Service>>>>;
+
+class NormalizerService final : public NormalizerServiceBase {
+ public:
+  // Borrows the scheduler and the registry; both must outlive the service.
+  // `metrics` may be null; otherwise it must outlive the service.
+  NormalizerService(Scheduler& scheduler, WeightRegistry& weights, ServiceOptions options,
+                    ServerMetrics* metrics = nullptr);
+
+  grpc::ServerUnaryReactor* Normalize(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NormalizeStream(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* RegisterWeight(grpc::CallbackServerContext* context,
+                                           const normd::v1::RegisterWeightRequest* request,
+                                           normd::v1::RegisterWeightResponse* response) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
+                                          const normd::v1::GetServerInfoRequest* request,
+                                          normd::v1::ServerInfo* response) override;
+
+ private:
+  Scheduler& scheduler_;
+  WeightRegistry& weights_;
+  const ServiceOptions options_;
+  ServerMetrics* const metrics_;
+};
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_RPC_NORMALIZER_SERVICE_H_

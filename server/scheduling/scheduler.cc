@@ -1,0 +1,67 @@
+#include "server/scheduling/scheduler.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace normd {
+
+Scheduler::Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes,
+                     ServerMetrics* metrics, int64_t fill_first_rows)
+    : workers_(std::move(workers)),
+      max_queue_bytes_(max_queue_bytes),
+      metrics_(metrics),
+      fill_first_rows_(fill_first_rows) {}
+
+absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
+  if (!accepting_.load()) {
+    return absl::UnavailableError("normd is shutting down and takes no new requests");
+  }
+  Worker* worker = ChooseWorker();
+  if (worker == nullptr) {
+    return absl::UnavailableError(
+        "normd has no healthy worker left (see its log); retry on another replica");
+  }
+  const int64_t bytes = item->bytes();
+  // Reserve first, then check: concurrent submitters cannot together slip past the budget.
+  const int64_t before = queued_bytes_.fetch_add(bytes);
+  if (before + bytes > max_queue_bytes_ && before > 0) {
+    queued_bytes_.fetch_sub(bytes);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("normd is overloaded: ", before, " bytes queued, and this request's ", bytes,
+                     " would pass --max-queue-bytes = ", max_queue_bytes_, "; retry later"));
+  }
+  inflight_.fetch_add(1);
+  if (metrics_ != nullptr) metrics_->inflight_requests().Increment();
+  auto on_done = std::move(item->on_done);
+  const bool release_now = !item->hold_bytes_until_released;
+  item->on_done = [this, bytes, release_now, on_done = std::move(on_done)](const absl::Status& s,
+                                                                           const LaunchReport& r) {
+    on_done(s, r);
+    (s.ok() ? answered_ok_ : answered_not_ok_).fetch_add(1);
+    if (release_now) queued_bytes_.fetch_sub(bytes);
+    if (metrics_ != nullptr) metrics_->inflight_requests().Decrement();
+    inflight_.fetch_sub(1);
+  };
+  worker->Submit(std::move(item));
+  return absl::OkStatus();
+}
+
+Worker* Scheduler::ChooseWorker() {
+  Worker* least_loaded = nullptr;
+  for (const auto& w : workers_) {
+    if (!w->healthy()) continue;  // taken out of rotation after an unrecoverable device error
+    if (w->load_rows() < fill_first_rows_) return w.get();
+    if (least_loaded == nullptr || w->load_rows() < least_loaded->load_rows()) {
+      least_loaded = w.get();
+    }
+  }
+  return least_loaded;
+}
+
+void Scheduler::Shutdown() {
+  accepting_.store(false);
+  for (auto& w : workers_) w->Stop();
+}
+
+}  // namespace normd

@@ -1,0 +1,75 @@
+// The scheduler: admission control and the choice of worker.
+//
+// Admission bounds memory: the payload bytes of accepted requests stay under --max-queue-bytes
+// until they are answered (for unary calls: until gRPC has sent the response, see
+// WorkItem::hold_bytes_until_released), and a request that would pass it is refused at once with
+// RESOURCE_EXHAUSTED (the client can back off or go to another replica) instead of queueing without
+// bound.
+//
+// The choice of worker: the first healthy worker (in order) holding fewer than `fill_first_rows`
+// rows queued or running takes the request; when every worker holds that many, the one with the
+// fewest does. Dealing small requests out evenly would halve the requests each launch carries with
+// two workers (1-row requests at c=64 on the H200: 3.5 per launch with two workers, 8 with one),
+// while a worker's launches cost about the same whatever they carry; filling the first worker keeps
+// them together, and large requests, or many, still spread over every worker. fill_first_rows = 0
+// deals every request to the least loaded worker.
+#ifndef NORMD_SERVER_SCHEDULING_SCHEDULER_H_
+#define NORMD_SERVER_SCHEDULING_SCHEDULER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/batching/worker.h"
+#include "server/core/work.h"
+#include "server/observability/metrics.h"
+
+namespace normd {
+
+class Scheduler {
+ public:
+  // `metrics` may be null (unit tests); otherwise it must outlive the scheduler.
+  Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes,
+            ServerMetrics* metrics = nullptr, int64_t fill_first_rows = 0);
+
+  // Accepts the item (it will be answered exactly once through its on_done) or refuses it,
+  // returning RESOURCE_EXHAUSTED (over the byte budget) or UNAVAILABLE (shutting down); a refused
+  // item is not answered and is destroyed.
+  absl::Status Submit(std::unique_ptr<WorkItem> item);
+
+  // Uncharges the bytes of an answered item submitted with hold_bytes_until_released.
+  void ReleaseHeldBytes(int64_t bytes) { queued_bytes_.fetch_sub(bytes); }
+
+  // Refuses new work from now on (Submit answers UNAVAILABLE); accepted requests go on.
+  void StopAccepting() { accepting_.store(false); }
+
+  // Stops accepting, then answers every accepted request and stops the workers.
+  void Shutdown();
+
+  int64_t queued_bytes() const { return queued_bytes_.load(std::memory_order_relaxed); }
+  int64_t inflight_requests() const { return inflight_.load(std::memory_order_relaxed); }
+  // Accepted requests answered so far, OK and not OK (deadline, cancellation, backend error).
+  int64_t answered_ok() const { return answered_ok_.load(std::memory_order_relaxed); }
+  int64_t answered_not_ok() const { return answered_not_ok_.load(std::memory_order_relaxed); }
+  const std::vector<std::unique_ptr<Worker>>& workers() const { return workers_; }
+
+ private:
+  // The worker for the next request (see above); null when none is healthy.
+  Worker* ChooseWorker();
+
+  std::vector<std::unique_ptr<Worker>> workers_;
+  const int64_t max_queue_bytes_;
+  ServerMetrics* const metrics_;
+  const int64_t fill_first_rows_;
+  std::atomic<int64_t> queued_bytes_{0};
+  std::atomic<int64_t> inflight_{0};
+  std::atomic<int64_t> answered_ok_{0};
+  std::atomic<int64_t> answered_not_ok_{0};
+  std::atomic<bool> accepting_{true};
+};
+
+}  // namespace normd
+
+#endif  // NORMD_SERVER_SCHEDULING_SCHEDULER_H_
