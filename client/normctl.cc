@@ -14,9 +14,11 @@
 #include "base/command_line.h"
 #include "client/normd_client.h"
 #include "client/npy.h"
+#include "client/shm_transport.h"
 #include "client/tls_flags.h"
 
-ABSL_FLAG(std::string, target, "127.0.0.1:50051", "normd address: HOST:PORT or dns:///HOST:PORT");
+ABSL_FLAG(std::string, target, "127.0.0.1:50051",
+          "normd address: HOST:PORT, dns:///HOST:PORT or unix:PATH");
 ABSL_FLAG(std::string, input, "", "normalize: input .npy, [..., hidden]");
 ABSL_FLAG(std::string, weight, "", "normalize, register-weight: weight .npy, [hidden]");
 ABSL_FLAG(std::string, residual, "", "normalize: optional residual .npy, same shape as the input");
@@ -30,6 +32,9 @@ ABSL_FLAG(std::string, output, "",
           "normalize: where to write y (.npy; bf16 is written as uint16 bits)");
 ABSL_FLAG(std::string, residual_out, "", "normalize: where to write input + residual (.npy)");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30), "deadline of each call");
+ABSL_FLAG(std::string, transport, "bytes",
+          "normalize: bytes (the tensors in the messages) or shm (through a shared-memory region "
+          "normctl registers; normd on this host with --shared-memory=system)");
 
 namespace normd {
 namespace {
@@ -42,7 +47,8 @@ constexpr char kUsageText[] =
     "  normctl --target=HOST:PORT info\n"
     "  normctl --target=HOST:PORT normalize --input=x.npy --weight=w.npy [--residual=r.npy] "
     "[--eps=1e-6]\n"
-    "          [--dtype=bf16|fp16|fp32] --output=y.npy [--residual-out=h.npy]\n"
+    "          [--dtype=bf16|fp16|fp32] --output=y.npy [--residual-out=h.npy] "
+    "[--transport=bytes|shm]\n"
     "  normctl --target=HOST:PORT register-weight --weight=w.npy\n"
     ".npy files: float32, float16, or uint16 holding bf16 bits.\n"
     "Exit codes: 0 ok, 1 refused by the server (or NOT_SERVING), 2 usage, 3 file error, 4 "
@@ -117,7 +123,10 @@ int Info(Client& client) {
   std::cout << "max_hidden         " << info->max_hidden() << "\n"
             << "max_request_bytes  " << info->max_request_bytes() << "\n"
             << "max_batch_rows     " << info->max_batch_rows() << "\n"
-            << "max_queue_delay_us " << info->max_queue_delay_us() << "\n";
+            << "max_queue_delay_us " << info->max_queue_delay_us() << "\n"
+            << "shared_memory      "
+            << (info->shared_memory().empty() ? "off" : absl::StrJoin(info->shared_memory(), ","))
+            << "\n";
   return kOk;
 }
 
@@ -162,8 +171,23 @@ int NormalizeCommand(Client& client) {
     options.wire_dtype = *dtype;
   }
   if (r) options.residual = ViewOf(*r, r_storage);
-  absl::StatusOr<NormalizeResult> result =
-      client.Normalize(ViewOf(*x, x_storage), ViewOf(*w, w_storage), options);
+  const std::string transport = absl::GetFlag(FLAGS_transport);
+  if (transport != "bytes" && transport != "shm") {
+    return Fail(kUsageError,
+                absl::StrCat("--transport = '", transport, "': expected bytes or shm"));
+  }
+  const TensorView input = ViewOf(*x, x_storage);
+  absl::StatusOr<NormalizeResult> result;
+  if (transport == "shm") {
+    // Room for input, output, residual and residual_out in float32, the widest wire dtype.
+    const auto bytes = static_cast<int64_t>(input.count() * 4 + 4096) * 4;
+    absl::StatusOr<std::unique_ptr<SharedMemoryTransport>> shm =
+        SharedMemoryTransport::Create(client, bytes);
+    if (!shm.ok()) return FailStatus(shm.status(), "normalize (shared memory)");
+    result = (*shm)->Normalize(input, ViewOf(*w, w_storage), options);
+  } else {
+    result = client.Normalize(input, ViewOf(*w, w_storage), options);
+  }
   if (!result.ok()) return FailStatus(result.status(), "normalize");
   if (absl::Status s = WriteNpyFile(absl::GetFlag(FLAGS_output), ToNpy(result->output)); !s.ok()) {
     return Fail(kFileError, std::string(s.message()));

@@ -205,11 +205,34 @@ absl::Time Client::DeadlineFor(absl::Duration call_deadline) const {
 absl::StatusOr<PreparedRequest> Client::Prepare(const TensorView& input, const WeightSource& weight,
                                                 const NormalizeOptions& options) const {
   PreparedRequest prepared;
-  normd::v1::NormalizeRequest& proto = prepared.proto_;
   const DType wire = options.wire_dtype.value_or(input.dtype());
-  if (absl::Status s = EncodeTensor(input, wire, proto.mutable_input()); !s.ok()) {
+  if (absl::Status s = EncodeTensor(input, wire, prepared.proto_.mutable_input()); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("input: ", s.message()));
   }
+  NORMD_RETURN_IF_ERROR(FillRequest(wire, weight, options, prepared));
+  return prepared;
+}
+
+absl::StatusOr<PreparedRequest> Client::Prepare(const RegionTensor& input,
+                                                const WeightSource& weight,
+                                                const NormalizeOptions& options) const {
+  if (options.wire_dtype.has_value() && *options.wire_dtype != input.dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input: a region's tensor travels as its own dtype (", DTypeName(input.dtype),
+                     "), not wire_dtype ", DTypeName(*options.wire_dtype)));
+  }
+  PreparedRequest prepared;
+  normd::v1::Tensor* tensor = prepared.proto_.mutable_input();
+  tensor->set_dtype(static_cast<normd::v1::DType>(input.dtype));
+  for (int64_t d : input.shape) tensor->add_shape(d);
+  *tensor->mutable_region() = input.Reference();
+  NORMD_RETURN_IF_ERROR(FillRequest(input.dtype, weight, options, prepared));
+  return prepared;
+}
+
+absl::Status Client::FillRequest(DType wire, const WeightSource& weight,
+                                 const NormalizeOptions& options, PreparedRequest& prepared) const {
+  normd::v1::NormalizeRequest& proto = prepared.proto_;
   if (weight.registered()) {
     proto.set_weight_id(weight.registered()->id());
     prepared.weight_ = weight.registered();
@@ -217,10 +240,22 @@ absl::StatusOr<PreparedRequest> Client::Prepare(const TensorView& input, const W
              !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("weight: ", s.message()));
   }
+  if (options.residual && options.residual_region) {
+    return absl::InvalidArgumentError("residual: set both inline and in a region; set one");
+  }
   if (options.residual) {
     if (absl::Status s = EncodeTensor(*options.residual, wire, proto.mutable_residual()); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("residual: ", s.message()));
     }
+  } else if (options.residual_region) {
+    normd::v1::Tensor* residual = proto.mutable_residual();
+    residual->set_dtype(static_cast<normd::v1::DType>(options.residual_region->dtype));
+    for (int64_t d : options.residual_region->shape) residual->add_shape(d);
+    *residual->mutable_region() = options.residual_region->Reference();
+  }
+  if (options.output_region) *proto.mutable_output_region() = options.output_region->Reference();
+  if (options.residual_out_region) {
+    *proto.mutable_residual_out_region() = options.residual_out_region->Reference();
   }
   proto.set_eps(options.eps);
   proto.set_weight_offset(options.weight_offset);
@@ -232,7 +267,7 @@ absl::StatusOr<PreparedRequest> Client::Prepare(const TensorView& input, const W
         absl::StrCat("request: ", bytes, " bytes exceeds the server's limit of ",
                      max_request_bytes_, " (--max-request-bytes); split the rows"));
   }
-  return prepared;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<NormalizeResult> Client::Normalize(const TensorView& input,
@@ -267,6 +302,13 @@ absl::StatusOr<NormalizeResult> Client::Normalize(const PreparedRequest& prepare
     if (!status.ok()) return FromGrpcCall(status, context, options_.target);
     return ToNormalizeResult(std::move(response));
   }
+}
+
+absl::StatusOr<NormalizeResult> Client::Normalize(const RegionTensor& input,
+                                                  const WeightSource& weight,
+                                                  const NormalizeOptions& options) {
+  NORMD_ASSIGN_OR_RETURN(PreparedRequest prepared, Prepare(input, weight, options));
+  return Normalize(prepared);
 }
 
 void Client::NormalizeAsync(const TensorView& input, const WeightSource& weight,
@@ -331,6 +373,74 @@ absl::Status Client::Reregister(const Weight& weight, absl::Time deadline) {
   normd::MutexLock lock(&weight.state_->mu);
   weight.state_->id = response.weight_id();
   return absl::OkStatus();
+}
+
+absl::Status Client::OpenRegionSession() {
+  normd::MutexLock lock(&region_mu_);
+  if (region_session_ != nullptr && region_session_->open()) return absl::OkStatus();
+  region_session_.reset();  // ended: its regions are gone with it
+  NORMD_ASSIGN_OR_RETURN(region_session_,
+                         RegionSession::Open(*stub_, DeadlineFor(absl::ZeroDuration())));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RegisteredRegion> Client::RegisterSystemRegion(const SharedMemory& memory,
+                                                              std::string label) {
+  return RegisterSystemRegion(memory.name(), 0, memory.size(), std::move(label));
+}
+
+absl::StatusOr<RegisteredRegion> Client::RegisterSystemRegion(const std::string& shm_name,
+                                                              int64_t offset, int64_t byte_size,
+                                                              std::string label) {
+  NORMD_RETURN_IF_ERROR(OpenRegionSession());
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(DeadlineFor(absl::ZeroDuration())));
+  normd::v1::RegisterSystemRegionRequest request;
+  request.set_shm_name(shm_name);
+  request.set_offset(offset);
+  request.set_byte_size(byte_size);
+  request.set_label(std::move(label));
+  normd::v1::RegisterRegionResponse response;
+  NORMD_RETURN_IF_ERROR(FromGrpcCall(stub_->RegisterSystemRegion(&context, request, &response),
+                                     context, options_.target));
+  return RegisteredRegion(this, response.region_id(), response.byte_size());
+}
+
+absl::StatusOr<RegisteredRegion> Client::RegisterCudaRegion(std::string ipc_handle,
+                                                            std::string device_uuid, int64_t offset,
+                                                            int64_t byte_size, std::string label) {
+  NORMD_RETURN_IF_ERROR(OpenRegionSession());
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(DeadlineFor(absl::ZeroDuration())));
+  normd::v1::RegisterCudaRegionRequest request;
+  request.set_ipc_handle(std::move(ipc_handle));
+  request.set_device_uuid(std::move(device_uuid));
+  request.set_offset(offset);
+  request.set_byte_size(byte_size);
+  request.set_label(std::move(label));
+  normd::v1::RegisterRegionResponse response;
+  NORMD_RETURN_IF_ERROR(FromGrpcCall(stub_->RegisterCudaRegion(&context, request, &response),
+                                     context, options_.target));
+  return RegisteredRegion(this, response.region_id(), response.byte_size());
+}
+
+absl::Status Client::UnregisterRegion(const std::string& region_id) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(DeadlineFor(absl::ZeroDuration())));
+  normd::v1::UnregisterRegionRequest request;
+  request.set_region_id(region_id);
+  normd::v1::UnregisterRegionResponse response;
+  return FromGrpcCall(stub_->UnregisterRegion(&context, request, &response), context,
+                      options_.target);
+}
+
+absl::StatusOr<std::vector<normd::v1::RegionInfo>> Client::ListRegions() {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(DeadlineFor(absl::ZeroDuration())));
+  normd::v1::ListRegionsResponse response;
+  NORMD_RETURN_IF_ERROR(
+      FromGrpcCall(stub_->ListRegions(&context, {}, &response), context, options_.target));
+  return std::vector<normd::v1::RegionInfo>(response.regions().begin(), response.regions().end());
 }
 
 absl::StatusOr<normd::v1::ServerInfo> Client::GetServerInfo() {

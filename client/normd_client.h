@@ -31,12 +31,16 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "base/mutex.h"
 #include "client/channel.h"
+#include "client/region.h"
+#include "client/region_session.h"
 #include "client/request.h"
+#include "client/shared_memory.h"
 #include "client/stream_session.h"
 #include "client/tensor.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -60,11 +64,17 @@ class Client {
   // Marshals a request. `input` is [..., hidden]; the weight is [hidden].
   absl::StatusOr<PreparedRequest> Prepare(const TensorView& input, const WeightSource& weight,
                                           const NormalizeOptions& options = {}) const;
+  // The same with the input in a region (it travels in its own dtype: options.wire_dtype, when
+  // set, must be that dtype).
+  absl::StatusOr<PreparedRequest> Prepare(const RegionTensor& input, const WeightSource& weight,
+                                          const NormalizeOptions& options = {}) const;
 
   // Blocking.
   absl::StatusOr<NormalizeResult> Normalize(const TensorView& input, const WeightSource& weight,
                                             const NormalizeOptions& options = {});
   absl::StatusOr<NormalizeResult> Normalize(const PreparedRequest& request);
+  absl::StatusOr<NormalizeResult> Normalize(const RegionTensor& input, const WeightSource& weight,
+                                            const NormalizeOptions& options = {});
 
   // Asynchronous: `done` runs once, on a gRPC thread (or on this thread, when marshalling fails).
   // The caller's buffers may be released as soon as the call returns.
@@ -82,6 +92,27 @@ class Client {
   // Registers `weight` ([hidden]) and returns its handle. The handle keeps a copy of the weight.
   absl::StatusOr<Weight> RegisterWeight(const TensorView& weight);
 
+  // Shared memory (docs/SHARED_MEMORY.md), with a normd on this host started with
+  // --shared-memory, reached through one address (its Unix socket, "unix:PATH", or loopback):
+  // regions belong to the connection that registers them. The first registration opens the
+  // connection's region session, which the Client holds while it lives; if that connection
+  // closes, normd releases its regions and they must be registered again. The Client must outlive
+  // its RegisteredRegions.
+  absl::Status OpenRegionSession();
+  // A region over all of `memory`, or byte_size bytes at `offset` of the object `shm_name`.
+  absl::StatusOr<RegisteredRegion> RegisterSystemRegion(const SharedMemory& memory,
+                                                        std::string label = "");
+  absl::StatusOr<RegisteredRegion> RegisterSystemRegion(const std::string& shm_name, int64_t offset,
+                                                        int64_t byte_size, std::string label = "");
+  // byte_size bytes at `offset` of the GPU allocation exported as `ipc_handle`
+  // (cudaIpcMemHandle_t's 64 bytes) on the GPU whose UUID is `device_uuid` (16 bytes).
+  absl::StatusOr<RegisteredRegion> RegisterCudaRegion(std::string ipc_handle,
+                                                      std::string device_uuid, int64_t offset,
+                                                      int64_t byte_size, std::string label = "");
+  absl::Status UnregisterRegion(const std::string& region_id);
+  // This connection's regions, as normd holds them.
+  absl::StatusOr<std::vector<normd::v1::RegionInfo>> ListRegions();
+
   absl::StatusOr<normd::v1::ServerInfo> GetServerInfo();
   // grpc.health.v1 Check(""): true for SERVING, false for NOT_SERVING (starting up or draining).
   absl::StatusOr<bool> IsServing();
@@ -96,6 +127,9 @@ class Client {
 
   Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel, int64_t max_request_bytes);
   absl::Time DeadlineFor(absl::Duration call_deadline) const;
+  // Everything of a request but its input: weight, residual, regions, scalars; and the size check.
+  absl::Status FillRequest(DType wire, const WeightSource& weight, const NormalizeOptions& options,
+                           PreparedRequest& prepared) const;
   // Registers the weight's bytes again and records the id the server gave.
   absl::Status Reregister(const Weight& weight, absl::Time deadline);
   void BeginAsync();
@@ -109,6 +143,9 @@ class Client {
 
   normd::Mutex mu_;
   int64_t async_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // The connection's region session, opened by the first registration; reopened if it ended.
+  normd::Mutex region_mu_;
+  std::unique_ptr<RegionSession> region_session_ ABSL_GUARDED_BY(region_mu_);
 };
 
 }  // namespace normd

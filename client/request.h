@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "base/mutex.h"
+#include "client/region.h"
 #include "client/tensor.h"
 #include "normd/v1/normd.pb.h"
 
@@ -71,6 +72,12 @@ struct NormalizeOptions {
   std::string request_id;
   // Zero: the client's default deadline. Counted from when the call starts.
   absl::Duration deadline = absl::ZeroDuration();
+  // Shared memory (docs/SHARED_MEMORY.md): the residual in a region instead of `residual`, and
+  // where normd writes the output and residual_out instead of returning them (the result's tensors
+  // then carry dtype, shape and the reference, and no bytes). Regions of this Client's only.
+  std::optional<RegionTensor> residual_region;
+  std::optional<RegionTensor> output_region;
+  std::optional<RegionTensor> residual_out_region;
 };
 
 // A marshalled Normalize request, reusable and shareable between threads once built.
@@ -78,7 +85,7 @@ class PreparedRequest {
  public:
   const normd::v1::NormalizeRequest& proto() const { return proto_; }
   absl::Duration deadline() const { return deadline_; }
-  // The bytes of input and residual: what normbench counts as payload.
+  // The bytes of input and residual in the message (none for tensors in regions).
   size_t payload_bytes() const {
     return proto_.input().data().size() +
            (proto_.has_residual() ? proto_.residual().data().size() : 0);

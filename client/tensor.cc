@@ -51,6 +51,10 @@ absl::StatusOr<Tensor> Tensor::FromProto(normd::v1::Tensor&& proto) {
   absl::StatusOr<int64_t> count = ElementCount(t.shape_);
   if (!count.ok())
     return absl::InternalError(absl::StrCat("response tensor: ", count.status().message()));
+  if (proto.has_region() && proto.data().empty()) {
+    t.region_ = std::move(*proto.mutable_region());
+    return t;
+  }
   t.bytes_ = std::move(*proto.mutable_data());
   if (t.bytes_.size() != static_cast<size_t>(*count) * ItemSize(t.dtype_)) {
     return absl::InternalError(absl::StrCat("response tensor: ", t.bytes_.size(), " bytes for ",

@@ -9,6 +9,7 @@
 #define NORMD_CLIENT_TENSOR_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,7 +48,8 @@ class TensorView {
 class Tensor {
  public:
   Tensor() = default;
-  // Takes `proto`'s bytes by move; checks that they match its dtype and shape.
+  // Takes `proto`'s bytes by move; checks that they match its dtype and shape. A tensor that normd
+  // wrote into a region has no bytes here: region() says where they are.
   static absl::StatusOr<Tensor> FromProto(normd::v1::Tensor&& proto);
 
   DType dtype() const { return dtype_; }
@@ -61,11 +63,14 @@ class Tensor {
   std::span<const uint16_t> bits() const;
   // Every element widened to float (exact for all three dtypes).
   std::vector<float> ToFloat() const;
+  // Set when the bytes were written into a region (NormalizeOptions::output_region).
+  const std::optional<normd::v1::RegionReference>& region() const { return region_; }
 
  private:
   DType dtype_ = DType::kFloat32;
   std::vector<int64_t> shape_;
   std::string bytes_;
+  std::optional<normd::v1::RegionReference> region_;
 };
 
 // Fills `out` from `view`, converting the elements to `wire_dtype` on the way when it differs from

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <vector>
@@ -23,7 +24,11 @@
 #include "server/observability/log.h"
 #include "server/observability/metrics.h"
 #include "server/observability/process_metrics.h"
+#include "server/observability/region_metrics.h"
+#include "server/regions/peer_identity.h"
+#include "server/regions/region_registry.h"
 #include "server/rpc/normalizer_service.h"
+#include "server/rpc/unix_listener.h"
 #include "server/rpc/weight_registry.h"
 #include "server/scheduling/scheduler.h"
 #include "server/startup/backend_factory.h"
@@ -138,7 +143,31 @@ normd::v1::ServerInfo MakeServerInfo(const ServerConfig& config, const Backend& 
   info.set_max_request_bytes(config.max_request_bytes);
   info.set_max_batch_rows(static_cast<int32_t>(config.batch.max_rows));
   info.set_max_queue_delay_us(absl::ToInt64Microseconds(config.batch.max_queue_delay));
+  if (config.shared_memory_system) info.add_shared_memory("system");
+  if (config.shared_memory_cuda) info.add_shared_memory("cuda");
+  info.set_max_shared_memory_bytes(config.max_shared_memory_bytes);
+  info.set_max_regions_per_client(static_cast<int32_t>(
+      std::min<int64_t>(config.max_regions_per_client, std::numeric_limits<int32_t>::max())));
   return info;
+}
+
+// The region registry when --shared-memory enables a kind (null otherwise), or an error when the
+// backend cannot serve the kinds asked for.
+absl::StatusOr<std::unique_ptr<RegionRegistry>> MakeRegionRegistry(const ServerConfig& config,
+                                                                   const Backend& backend,
+                                                                   const PeerDirectory& peers,
+                                                                   RegionMetrics* metrics) {
+  if (!config.shared_memory_system && !config.shared_memory_cuda) return nullptr;
+  if (config.shared_memory_cuda && backend.device_memory == nullptr) {
+    return absl::FailedPreconditionError(
+        "--shared-memory=cuda needs the CUDA backend (--backend=cuda, or auto with a GPU)");
+  }
+  RegionRegistryOptions options;
+  options.system = config.shared_memory_system;
+  options.cuda = config.shared_memory_cuda;
+  options.max_bytes = config.max_shared_memory_bytes;
+  options.max_regions_per_client = config.max_regions_per_client;
+  return std::make_unique<RegionRegistry>(options, peers, backend.device_memory.get(), metrics);
 }
 
 // Keeps glibc's allocator from handing large buffers back to the kernel after each request.
@@ -206,7 +235,18 @@ int RunServer(int argc, char** argv) {
     exposer = *std::move(started);
   }
   WeightRegistry weights(config->max_weight_bytes);
+  // Shared memory: declared before the scheduler, so that regions held by requests are released
+  // (after the scheduler's drain) while the registry still exists.
+  PeerDirectory peers;
+  RegionMetrics region_metrics(*registry);
+  absl::StatusOr<std::unique_ptr<RegionRegistry>> regions =
+      MakeRegionRegistry(*config, *backend, peers, &region_metrics);
+  if (!regions.ok()) {
+    Log(LogLevel::kError, "normd: ", regions.status().message());
+    return 2;
+  }
   ServiceOptions options;
+  options.regions = regions->get();
   options.limits.max_hidden = config->max_hidden;
   options.stream_max_inflight = config->stream_max_inflight;
   options.info = MakeServerInfo(*config, *backend);
@@ -237,12 +277,30 @@ int RunServer(int argc, char** argv) {
         GRPC_ARG_MAX_CONNECTION_AGE_MS,
         static_cast<int>(absl::ToInt64Milliseconds(config->max_connection_age)));
   }
+  if (*regions != nullptr) {
+    // A region session stays open without traffic between uses, while the client pings every 30 s
+    // (client/channel.h); gRPC's default (5 min between pings without data) would close such a
+    // connection after three pings, ending the session and its regions.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  }
   builder.RegisterService(&service);
+  // Before the server starts: a --listen-unix path that is in use must stop normd.
+  std::unique_ptr<UnixListener> unix_listener;
+  if (!config->listen_unix.empty()) {
+    absl::StatusOr<std::unique_ptr<UnixListener>> listening =
+        UnixListener::Listen(config->listen_unix);
+    if (!listening.ok()) {
+      Log(LogLevel::kError, "normd: ", listening.status().message());
+      return 1;
+    }
+    unix_listener = *std::move(listening);
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     Log(LogLevel::kError, "normd: could not listen on ", config->listen);
     return 1;
   }
+  if (unix_listener != nullptr) unix_listener->Start(server.get(), &peers);
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(false);  // NOT_SERVING until every worker has run a warm-up launch
   const std::string host = config->listen.substr(0, config->listen.rfind(':'));
@@ -251,9 +309,16 @@ int RunServer(int argc, char** argv) {
                                                           : "mtls";
   Log(LogLevel::kInfo, "normd ", kVersion, " listening on ", host, ":", port,
       " backend=", backend_name, " workers=", worker_count, " transport=", transport,
-      " malloc_arenas=", config->malloc_arenas);
+      " malloc_arenas=", config->malloc_arenas, " shared_memory=",
+      config->shared_memory_system && config->shared_memory_cuda ? "system,cuda"
+      : config->shared_memory_system                             ? "system"
+      : config->shared_memory_cuda                               ? "cuda"
+                                                                 : "off");
+  if (unix_listener != nullptr)
+    Log(LogLevel::kInfo, "normd also serves unix:", unix_listener->path());
   if (absl::Status warm = WarmUpWorkers(scheduler.workers()); !warm.ok()) {
     Log(LogLevel::kError, "normd: ", warm.message());
+    if (unix_listener != nullptr) unix_listener->Stop();
     server->Shutdown();
     scheduler.Shutdown();
     return 1;
@@ -274,8 +339,11 @@ int RunServer(int argc, char** argv) {
   // receiving with a bare CANCELLED. Draining first keeps that window to the calls of the last
   // moment.
   scheduler.StopAccepting();
+  if (unix_listener != nullptr) unix_listener->Stop();
   while (scheduler.inflight_requests() > 0 && absl::Now() < drain_deadline)
     absl::SleepFor(absl::Milliseconds(1));
+  // Region sessions stay open until ended; the server's shutdown would wait for them.
+  if (*regions != nullptr) (*regions)->EndAllSessions();
   server->Shutdown(
       absl::ToChronoTime(drain_deadline));  // returns when every call in progress has finished
   scheduler.Shutdown();

@@ -9,7 +9,10 @@ namespace normd::bench {
 
 LoadGenerator::LoadGenerator(std::vector<Client*> clients,
                              std::shared_ptr<const PreparedRequest> request, uint64_t seed)
-    : clients_(std::move(clients)), request_(std::move(request)), seed_(seed) {}
+    : LoadGenerator(std::move(clients), RequestTable{{std::move(request)}}, seed) {}
+
+LoadGenerator::LoadGenerator(std::vector<Client*> clients, RequestTable requests, uint64_t seed)
+    : clients_(std::move(clients)), requests_(std::move(requests)), seed_(seed) {}
 
 LoadGenerator::~LoadGenerator() { Stop(); }
 
@@ -27,7 +30,7 @@ void LoadGenerator::Start(const LoadSpec& spec) {
     return;
   }
   const absl::Time now = absl::Now();
-  for (int i = 0; i < spec.concurrency; ++i) Issue(now);
+  for (int i = 0; i < spec.concurrency; ++i) Issue(now, i);
 }
 
 void LoadGenerator::Stop() {
@@ -62,24 +65,28 @@ int64_t LoadGenerator::PeekOk() {
   return stats_.ok();
 }
 
-void LoadGenerator::Issue(absl::Time scheduled) {
+void LoadGenerator::Issue(absl::Time scheduled, int64_t slot) {
   {
     normd::MutexLock lock(&mu_);
     ++in_flight_;
   }
-  auto done = [this, scheduled](absl::StatusOr<NormalizeResult> result) {
-    OnDone(scheduled, result);
+  auto done = [this, scheduled, slot](absl::StatusOr<NormalizeResult> result) {
+    OnDone(scheduled, slot, result);
+  };
+  auto request_of = [this, slot](size_t client) {
+    const auto& row = requests_[client % requests_.size()];
+    return row[static_cast<size_t>(slot) % row.size()];
   };
   if (session_) {
-    session_->Send(request_, std::move(done));
+    session_->Send(request_of(0), std::move(done));
   } else {
-    Client& client =
-        *clients_[next_client_.fetch_add(1, std::memory_order_relaxed) % clients_.size()];
-    client.NormalizeAsync(request_, std::move(done));
+    const size_t c = next_client_.fetch_add(1, std::memory_order_relaxed) % clients_.size();
+    clients_[c]->NormalizeAsync(request_of(c), std::move(done));
   }
 }
 
-void LoadGenerator::OnDone(absl::Time scheduled, const absl::StatusOr<NormalizeResult>& result) {
+void LoadGenerator::OnDone(absl::Time scheduled, int64_t slot,
+                           const absl::StatusOr<NormalizeResult>& result) {
   const absl::Time now = absl::Now();
   bool again;
   {
@@ -96,7 +103,7 @@ void LoadGenerator::OnDone(absl::Time scheduled, const absl::StatusOr<NormalizeR
     if (!again) --in_flight_;
   }
   if (again) {
-    Issue(absl::Now());
+    Issue(absl::Now(), slot);
     normd::MutexLock lock(&mu_);
     --in_flight_;
   }
@@ -106,7 +113,7 @@ void LoadGenerator::RunArrivals(LoadSpec spec) {
   std::mt19937_64 rng(seed_);
   std::exponential_distribution<double> gap(spec.request_rate);
   absl::Time next = absl::Now();
-  while (true) {
+  for (int64_t arrival = 0;; ++arrival) {
     {
       normd::MutexLock lock(&mu_);
       if (!running_) return;
@@ -115,7 +122,7 @@ void LoadGenerator::RunArrivals(LoadSpec spec) {
     next += absl::Seconds(seconds);
     const absl::Duration wait = next - absl::Now();
     if (wait > absl::ZeroDuration()) absl::SleepFor(wait);
-    Issue(next);
+    Issue(next, arrival);
   }
 }
 

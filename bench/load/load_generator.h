@@ -34,12 +34,19 @@ struct LoadSpec {
   bool stream = false;        // one NormalizeStream instead of unary calls
 };
 
+// The requests to send, by client and by slot: requests[c][s] goes over clients[c] (modulo the
+// table's size) as the request of in-flight slot s (modulo the row's size). A closed loop keeps
+// each slot's next request on that slot, so that requests whose outputs go to shared memory
+// (normbench --transport=shm) each write their own place, never one another's.
+using RequestTable = std::vector<std::vector<std::shared_ptr<const PreparedRequest>>>;
+
 class LoadGenerator {
  public:
   // Borrows the clients (at least one), which must outlive the generator. Unary calls go to each in
   // turn; a stream (LoadSpec::stream) is opened on the first.
   LoadGenerator(std::vector<Client*> clients, std::shared_ptr<const PreparedRequest> request,
                 uint64_t seed);
+  LoadGenerator(std::vector<Client*> clients, RequestTable requests, uint64_t seed);
   ~LoadGenerator();
 
   void Start(const LoadSpec& spec);
@@ -51,13 +58,13 @@ class LoadGenerator {
   int64_t PeekOk();
 
  private:
-  void Issue(absl::Time scheduled);
-  void OnDone(absl::Time scheduled, const absl::StatusOr<NormalizeResult>& result);
+  void Issue(absl::Time scheduled, int64_t slot);
+  void OnDone(absl::Time scheduled, int64_t slot, const absl::StatusOr<NormalizeResult>& result);
   void RunArrivals(LoadSpec spec);
 
   const std::vector<Client*> clients_;
   std::atomic<uint64_t> next_client_{0};
-  const std::shared_ptr<const PreparedRequest> request_;
+  const RequestTable requests_;
   const uint64_t seed_;
   LoadSpec spec_;
   std::unique_ptr<StreamSession> session_;

@@ -11,12 +11,18 @@
 //
 //   normbench --target=127.0.0.1:50051 --baseline=127.0.0.1:50052 --concurrency=1,16,64 --rows=1
 //             --hidden=4096 --dtype=bf16 --duration=5s --csv=out.csv
+//
+// --transport=shm or cuda-ipc sends the tensors by reference, in a system or cuda region that each
+// connection registers (bench/load/region_load.h), to a normd started with --shared-memory (and
+// a baseline normd-echo, which accepts regions without touching them).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "absl/flags/flag.h"
@@ -29,6 +35,7 @@
 #include "base/command_line.h"
 #include "base/mutex.h"
 #include "bench/load/load_generator.h"
+#include "bench/load/region_load.h"
 #include "client/normd_client.h"
 #include "client/tls_flags.h"
 
@@ -64,6 +71,13 @@ ABSL_FLAG(
 ABSL_FLAG(std::string, window_csv, "",
           "also write one CSV row per measured window here (when in a point a latency spike came)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the tensor values and the Poisson arrivals");
+ABSL_FLAG(std::string, transport, "bytes",
+          "how the tensors travel: bytes (in the messages), shm (a system shared-memory region), "
+          "cuda-ipc (GPU memory of normbench's, exported with CUDA IPC); the last two need a "
+          "server on this host with --shared-memory");
+ABSL_FLAG(int, region_slots, 0,
+          "shm, cuda-ipc: requests with their own tensors in the region (0 = the largest "
+          "concurrency, or 256 in open loop)");
 
 namespace normd::bench {
 namespace {
@@ -80,6 +94,7 @@ constexpr char kWindowCsvHeader[] =
 struct Server {
   std::string role;                              // "target" or "baseline"
   std::vector<std::unique_ptr<Client>> clients;  // one per connection
+  std::unique_ptr<RegionLoad> region_load;       // shm, cuda-ipc: after the clients it uses
   std::unique_ptr<LoadGenerator> generator;
   std::vector<WindowStats> windows;
   bool stable = false;
@@ -104,31 +119,54 @@ absl::StatusOr<std::vector<double>> ParseList(const std::string& text, const cha
   return values;
 }
 
-// The one request every call sends: random N(0,1) activations of the asked shape and dtype.
-absl::StatusOr<std::shared_ptr<const PreparedRequest>> MakeRequest(Client& client, DType dtype,
-                                                                   uint64_t seed) {
-  const int64_t rows = absl::GetFlag(FLAGS_rows), hidden = absl::GetFlag(FLAGS_hidden);
+// The request's contents: random N(0,1) activations of the asked shape and dtype.
+LoadTensors MakeTensors(DType dtype, uint64_t seed) {
+  LoadTensors t;
+  t.rows = absl::GetFlag(FLAGS_rows);
+  t.hidden = absl::GetFlag(FLAGS_hidden);
+  t.dtype = dtype;
   std::mt19937 rng(static_cast<uint32_t>(seed));
   std::normal_distribution<float> normal;
-  std::vector<float> x(static_cast<size_t>(rows * hidden)), r(x.size()),
-      w(static_cast<size_t>(hidden));
-  for (float& v : x) v = normal(rng);
-  for (float& v : r) v = normal(rng);
-  for (float& v : w) v = 1.0f + 0.1f * normal(rng);
+  t.input.resize(static_cast<size_t>(t.rows * t.hidden));
+  t.residual.resize(t.input.size());
+  t.weight.resize(static_cast<size_t>(t.hidden));
+  for (float& v : t.input) v = normal(rng);
+  for (float& v : t.residual) v = normal(rng);
+  for (float& v : t.weight) v = 1.0f + 0.1f * normal(rng);
+  if (!absl::GetFlag(FLAGS_residual)) t.residual.clear();
+  return t;
+}
+
+// The requests every call sends, by client and slot: over the bytes transport one request shared
+// by all; over shared memory each slot's own (region_load.h).
+absl::StatusOr<RequestTable> MakeRequests(Server& s, Transport transport, DType dtype,
+                                          uint64_t seed, int slots) {
+  const LoadTensors t = MakeTensors(dtype, seed);
+  Client& first = *s.clients.front();
+  std::optional<Weight> registered;
+  if (absl::GetFlag(FLAGS_weight_id)) {
+    absl::StatusOr<Weight> weight = first.RegisterWeight(TensorView::Float32(t.weight));
+    if (!weight.ok()) return weight.status();
+    registered = *std::move(weight);
+  }
+  const WeightSource weight =
+      registered ? WeightSource(*registered) : WeightSource(TensorView::Float32(t.weight));
+  if (transport != Transport::kBytes) {
+    std::vector<Client*> clients;
+    for (auto& c : s.clients) clients.push_back(c.get());
+    absl::StatusOr<std::unique_ptr<RegionLoad>> load =
+        MakeRegionLoad(transport, clients, slots, t, weight);
+    if (!load.ok()) return load.status();
+    s.region_load = *std::move(load);
+    return s.region_load->requests;
+  }
   NormalizeOptions options;
   options.wire_dtype = dtype;
-  if (absl::GetFlag(FLAGS_residual)) options.residual = TensorView::Float32(r, {rows, hidden});
-  const TensorView input = TensorView::Float32(x, {rows, hidden});
-  absl::StatusOr<PreparedRequest> prepared;
-  if (absl::GetFlag(FLAGS_weight_id)) {
-    absl::StatusOr<Weight> weight = client.RegisterWeight(TensorView::Float32(w));
-    if (!weight.ok()) return weight.status();
-    prepared = client.Prepare(input, *weight, options);
-  } else {
-    prepared = client.Prepare(input, TensorView::Float32(w), options);
-  }
+  if (!t.residual.empty()) options.residual = TensorView::Float32(t.residual, {t.rows, t.hidden});
+  absl::StatusOr<PreparedRequest> prepared =
+      first.Prepare(TensorView::Float32(t.input, {t.rows, t.hidden}), weight, options);
   if (!prepared.ok()) return prepared.status();
-  return std::make_shared<const PreparedRequest>(*std::move(prepared));
+  return RequestTable{{std::make_shared<const PreparedRequest>(*std::move(prepared))}};
 }
 
 // Opens `path` for writing with `header` as its first line; an empty path means no file (true,
@@ -240,6 +278,16 @@ int Run(int argc, char** argv) {
     points.push_back(p);
   }
 
+  absl::StatusOr<Transport> transport = ParseTransport(absl::GetFlag(FLAGS_transport));
+  if (!transport.ok()) {
+    std::cerr << "normbench: " << transport.status().message() << "\n";
+    return 2;
+  }
+  int slots = absl::GetFlag(FLAGS_region_slots);
+  if (slots <= 0) {
+    slots = open_loop ? 256 : 1;
+    for (const Point& p : points) slots = std::max(slots, p.spec.concurrency);
+  }
   const int connection_count = absl::GetFlag(FLAGS_connections);
   if (connection_count < 1 || connection_count > 1024) {
     std::cerr << "normbench: --connections = " << connection_count << ": expected 1 to 1024\n";
@@ -266,13 +314,13 @@ int Run(int argc, char** argv) {
       connections.push_back(client->get());
       s.clients.push_back(*std::move(client));
     }
-    absl::StatusOr<std::shared_ptr<const PreparedRequest>> request =
-        MakeRequest(*s.clients.front(), *dtype, absl::GetFlag(FLAGS_seed));
-    if (!request.ok()) {
-      std::cerr << "normbench: " << role << " (" << address << "): " << request.status() << "\n";
+    absl::StatusOr<RequestTable> requests =
+        MakeRequests(s, *transport, *dtype, absl::GetFlag(FLAGS_seed), slots);
+    if (!requests.ok()) {
+      std::cerr << "normbench: " << role << " (" << address << "): " << requests.status() << "\n";
       return 4;
     }
-    s.generator = std::make_unique<LoadGenerator>(std::move(connections), *request,
+    s.generator = std::make_unique<LoadGenerator>(std::move(connections), *std::move(requests),
                                                   absl::GetFlag(FLAGS_seed));
     servers.push_back(std::move(s));
   }

@@ -3,6 +3,11 @@
 // bytes), with no math, no batching and no queue: what is left is gRPC, protobuf and the loopback.
 // normd can never beat it; the gap between the two is normd's own overhead.
 //
+// Shared memory too (normbench --transport=shm|cuda-ipc): it opens region sessions and registers
+// regions without mapping or opening anything, and answers a request whose output goes to a region
+// with that reference alone, touching no tensor data: the ceiling of a request that carries no
+// tensor bytes.
+//
 // It takes the flags normd's test harness passes (--listen=HOST:PORT, port 0 for any free port) and
 // logs "listening on HOST:PORT" to stderr like normd, and it reports SERVING on grpc.health.v1 at
 // once.
@@ -10,6 +15,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <malloc.h>
 
+#include <atomic>
 #include <csignal>
 #include <functional>
 #include <iostream>
@@ -46,10 +52,37 @@ int64_t Rows(const normd::v1::Tensor& t) {
   return rows;
 }
 
+// An output tensor shaped like `like` and written "into" `region`: what normd answers for it.
+void InRegion(const normd::v1::Tensor& like, const normd::v1::RegionReference& region,
+              normd::v1::Tensor* out) {
+  out->set_dtype(like.dtype());
+  *out->mutable_shape() = like.shape();
+  *out->mutable_region() = region;
+}
+
+// An output in the response for an input that was in a region: the same size, never read.
+void SizedLike(const normd::v1::Tensor& like, normd::v1::Tensor* out) {
+  out->set_dtype(like.dtype());
+  *out->mutable_shape() = like.shape();
+  out->mutable_data()->resize(static_cast<size_t>(like.region().byte_length()));
+}
+
 // What normd would answer, minus the math: the same sizes, so the transport cost is the same.
 void Echo(const NormalizeRequest& request, NormalizeResponse* response) {
-  *response->mutable_output() = request.input();
-  if (request.has_residual()) *response->mutable_residual_out() = request.residual();
+  if (request.has_output_region()) {
+    InRegion(request.input(), request.output_region(), response->mutable_output());
+  } else if (request.input().has_region()) {
+    SizedLike(request.input(), response->mutable_output());
+  } else {
+    *response->mutable_output() = request.input();
+  }
+  if (request.has_residual_out_region()) {
+    InRegion(request.residual(), request.residual_out_region(), response->mutable_residual_out());
+  } else if (request.has_residual() && request.residual().has_region()) {
+    SizedLike(request.residual(), response->mutable_residual_out());
+  } else if (request.has_residual()) {
+    *response->mutable_residual_out() = request.residual();
+  }
   response->set_request_id(request.request_id());
   response->mutable_timing()->set_batch_rows(static_cast<int32_t>(Rows(request.input())));
   response->mutable_timing()->set_batch_requests(1);
@@ -130,6 +163,21 @@ class EchoStreamReactor final
   NormalizeResponse response_;
 };
 
+// OpenRegionSession: the one confirmation, then open until the client cancels (or shutdown).
+class EchoSessionReactor final : public grpc::ServerWriteReactor<normd::v1::RegionSessionEvent> {
+ public:
+  explicit EchoSessionReactor(const std::string& peer) {
+    event_.set_peer(peer);
+    StartWrite(&event_);
+  }
+  void OnWriteDone(bool /*ok*/) override {}
+  void OnCancel() override { Finish(grpc::Status::CANCELLED); }
+  void OnDone() override { delete this; }
+
+ private:
+  normd::v1::RegionSessionEvent event_;
+};
+
 class EchoService final : public normd::v1::Normalizer::CallbackService {
  public:
   // `holder` (--hold-us) may be null: answer in the handler.
@@ -162,20 +210,55 @@ class EchoService final : public normd::v1::Normalizer::CallbackService {
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
+  grpc::ServerWriteReactor<normd::v1::RegionSessionEvent>* OpenRegionSession(
+      grpc::CallbackServerContext* context,
+      const normd::v1::OpenRegionSessionRequest* /*request*/) override {
+    return new EchoSessionReactor(context->peer());
+  }
+  // Regions are registered without being mapped: echo never reads or writes them.
+  grpc::ServerUnaryReactor* RegisterSystemRegion(
+      grpc::CallbackServerContext* context, const normd::v1::RegisterSystemRegionRequest* request,
+      normd::v1::RegisterRegionResponse* response) override {
+    return Registered(context, request->byte_size(), response);
+  }
+  grpc::ServerUnaryReactor* RegisterCudaRegion(
+      grpc::CallbackServerContext* context, const normd::v1::RegisterCudaRegionRequest* request,
+      normd::v1::RegisterRegionResponse* response) override {
+    return Registered(context, request->byte_size(), response);
+  }
+  grpc::ServerUnaryReactor* UnregisterRegion(
+      grpc::CallbackServerContext* context, const normd::v1::UnregisterRegionRequest* /*request*/,
+      normd::v1::UnregisterRegionResponse* /*response*/) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const normd::v1::GetServerInfoRequest* /*request*/,
                                           normd::v1::ServerInfo* response) override {
     response->set_version("echo");
     response->set_backend("echo");
     response->set_max_request_bytes(max_request_bytes_);
+    response->add_shared_memory("system");
+    response->add_shared_memory("cuda");
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
 
  private:
+  grpc::ServerUnaryReactor* Registered(grpc::CallbackServerContext* context, int64_t byte_size,
+                                       normd::v1::RegisterRegionResponse* response) {
+    response->set_region_id(absl::StrCat("echo-", next_region_.fetch_add(1)));
+    response->set_byte_size(byte_size);
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
   const int64_t max_request_bytes_;
   Holder* const holder_;
+  std::atomic<int64_t> next_region_{1};
 };
 
 int Run(int argc, char** argv) {

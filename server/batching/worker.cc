@@ -253,11 +253,13 @@ void Worker::CompleteLaunch(InFlight& done, const absl::Status& status) {
     std::unique_ptr<WorkItem>& item = launch.items[i];
     report.queue_wait = done.started - item->enqueued;
     load_rows_.fetch_sub(item->rows(), std::memory_order_relaxed);
+    // A launch that succeeded may still have failed one request alone (WorkItem::failure).
+    const absl::Status item_status = status.ok() ? item->failure : status;
     if (metrics_ != nullptr && !item->is_warm_up) {
       metrics_->QueueWait(report.queue_wait);
-      if (status.ok()) metrics_->Payload(item->bytes(), item->bytes());
+      if (item_status.ok()) metrics_->Payload(item->bytes(), item->bytes());
     }
-    PendingAnswer answer{std::move(item), status, report};
+    PendingAnswer answer{std::move(item), item_status, report};
     if (!post_others) {
       SendAnswer(answer);
     } else if (i == 0) {

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "base/command_line.h"
 #include "server/config/usable_cpus.h"
@@ -127,6 +128,18 @@ ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
           "On SIGTERM/SIGINT, how long accepted requests may take to finish before normd exits "
           "(e.g. 30s)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+ABSL_FLAG(std::string, shared_memory, "",
+          "Region kinds clients on this host may share with normd instead of sending tensors in "
+          "messages: system (POSIX shared memory), cuda (CUDA IPC; the CUDA backend), or "
+          "system,cuda (empty = off; docs/SHARED_MEMORY.md)");
+ABSL_FLAG(int64_t, max_shared_memory_bytes, int64_t{8} << 30,
+          "With --shared-memory: bytes all registered regions together may map (and pin); past "
+          "it registrations get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_regions_per_client, 64,
+          "With --shared-memory: regions one connection may hold at once");
+ABSL_FLAG(std::string, listen_unix, "",
+          "Also serve on this Unix domain socket path, for clients on this host (shared-memory "
+          "regions need a local connection: this socket, or loopback); empty = none");
 
 namespace normd {
 namespace {
@@ -169,6 +182,22 @@ bool ReadAutomaticMicroseconds(int64_t flag_us, absl::Duration* value) {
 absl::Status CheckPositive(absl::string_view name, int64_t value) {
   if (value > 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("--", name, " = ", value, " must be positive"));
+}
+
+// --shared-memory: a comma-separated subset of {system, cuda}.
+absl::Status ParseSharedMemory(const std::string& value, ServerConfig& c) {
+  for (absl::string_view kind : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+    kind = absl::StripAsciiWhitespace(kind);
+    if (kind == "system") {
+      c.shared_memory_system = true;
+    } else if (kind == "cuda") {
+      c.shared_memory_cuda = true;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--shared_memory = '", value, "': '", kind,
+                                                     "' is not a region kind (system, cuda)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckNonNegative(absl::string_view name, int64_t value) {
@@ -330,6 +359,17 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
         absl::StrCat("--zero_copy_max_bytes = ", c.zero_copy_max_bytes,
                      " and --overlap_min_bytes = ", c.batch.overlap_min_bytes, " must be >= 0"));
   }
+  if (absl::Status s = ParseSharedMemory(absl::GetFlag(FLAGS_shared_memory), c); !s.ok()) return s;
+  c.max_shared_memory_bytes = absl::GetFlag(FLAGS_max_shared_memory_bytes);
+  c.max_regions_per_client = absl::GetFlag(FLAGS_max_regions_per_client);
+  if (absl::Status s = CheckPositive("max_shared_memory_bytes", c.max_shared_memory_bytes);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckPositive("max_regions_per_client", c.max_regions_per_client); !s.ok()) {
+    return s;
+  }
+  c.listen_unix = absl::GetFlag(FLAGS_listen_unix);
   if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &c.log_level)) {
     return absl::InvalidArgumentError(absl::StrCat("--log_level = '",
                                                    absl::GetFlag(FLAGS_log_level),

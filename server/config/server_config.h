@@ -63,6 +63,13 @@ struct ServerConfig {
   int stream_max_inflight = 0;
   absl::Duration drain_timeout;
   LogLevel log_level = LogLevel::kInfo;
+  // Shared memory (docs/SHARED_MEMORY.md): the region kinds --shared-memory enables (both off by
+  // default), their limits, and the Unix socket for local clients ("" = none).
+  bool shared_memory_system = false;
+  bool shared_memory_cuda = false;
+  int64_t max_shared_memory_bytes = 0;
+  int64_t max_regions_per_client = 0;
+  std::string listen_unix;
 };
 
 // --busy-poll-us's automatic choice. Polling makes a lone small request's CUDA launch and wait run

@@ -112,6 +112,18 @@ ServerMetrics::ServerMetrics(std::shared_ptr<prometheus::Registry> registry)
       &prometheus::BuildCounter().Name("normd_launches_total").Help("Launches run").Register(r);
   rows_total_ =
       &prometheus::BuildCounter().Name("normd_rows_total").Help("Rows normalized").Register(r);
+  auto& by_transport =
+      prometheus::BuildCounter()
+          .Name("normd_requests_by_transport_total")
+          .Help(
+              "Normalize requests and stream messages answered, by how their tensors travelled: "
+              "bytes (in the messages), system or cuda (a tensor in such a shared-memory region)")
+          .Register(r);
+  for (TensorMemory memory :
+       {TensorMemory::kNormd, TensorMemory::kSharedHost, TensorMemory::kDevice}) {
+    by_transport_[static_cast<size_t>(memory)] =
+        &by_transport.Add({{"transport", TransportName(memory)}});
+  }
   auto& bytes =
       prometheus::BuildCounter()
           .Name("normd_bytes_total")

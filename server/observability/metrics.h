@@ -27,6 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "base/mutex.h"
+#include "server/core/work.h"
 
 namespace normd {
 
@@ -55,6 +56,11 @@ class ServerMetrics {
 
   // A finished RPC (for streams: each message), from receipt to reply.
   void RequestDone(absl::string_view method, const absl::Status& status, absl::Duration duration);
+  // A Normalize request (or stream message) answered, by how its tensors travelled: "bytes" in the
+  // messages, "system" or "cuda" for one with a tensor in such a region.
+  void RequestTransport(TensorMemory transport) {
+    by_transport_[static_cast<size_t>(transport)]->Increment();
+  }
   // Tensor payload bytes of a request computed successfully.
   void Payload(int64_t bytes_in, int64_t bytes_out);
   void QueueWait(absl::Duration wait);
@@ -119,6 +125,7 @@ class ServerMetrics {
   prometheus::Family<prometheus::Histogram>* batch_requests_;
   prometheus::Family<prometheus::Counter>* launches_total_;
   prometheus::Family<prometheus::Counter>* rows_total_;
+  std::array<prometheus::Counter*, 3> by_transport_{};  // by TensorMemory
   prometheus::Counter* bytes_in_;
   prometheus::Counter* bytes_out_;
   prometheus::Family<prometheus::Histogram>* kernel_bandwidth_;

@@ -12,13 +12,15 @@ namespace normd {
 NormalizeStreamReactor::NormalizeStreamReactor(grpc::CallbackServerContext* context,
                                                Scheduler& scheduler, WeightRegistry& weights,
                                                ValidationLimits limits, int max_inflight,
-                                               ServerMetrics* metrics)
+                                               ServerMetrics* metrics,
+                                               const RegionRegistry* regions)
     : context_(context),
       scheduler_(scheduler),
       weights_(weights),
       limits_(limits),
       max_inflight_(static_cast<size_t>(std::max(max_inflight, 1))),
-      metrics_(metrics) {
+      metrics_(metrics),
+      regions_(regions) {
   Pump();
 }
 
@@ -62,9 +64,7 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
 
 void NormalizeStreamReactor::Admit(Slot* raw) {
   absl::StatusOr<ValidatedRequest> validated =
-      raw->parsed.ok() ? ValidateNormalizeRequest(raw->request.message(), raw->request.input_data(),
-                                                  raw->request.residual_data(),
-                                                  raw->request.weight_data(), limits_, weights_)
+      raw->parsed.ok() ? ValidateReceived(raw->request, *context_, limits_, weights_, regions_)
                        : raw->parsed;
   if (!validated.ok()) {
     if (metrics_ != nullptr)
@@ -77,7 +77,9 @@ void NormalizeStreamReactor::Admit(Slot* raw) {
   }
   std::unique_ptr<WorkItem> item =
       MakeWorkItem(raw->request.message(), *std::move(validated), raw->response, *context_);
-  item->on_done = [this, raw](const absl::Status& status, const LaunchReport& report) {
+  const TensorMemory transport = item->request.transport();
+  item->on_done = [this, raw, transport](const absl::Status& status, const LaunchReport& report) {
+    if (metrics_ != nullptr) metrics_->RequestTransport(transport);
     // Encoded here, on the worker's thread and outside mu_ (a few bytes: the outputs are
     // referenced).
     if (status.ok()) raw->raw_response = raw->response.Finish(report);

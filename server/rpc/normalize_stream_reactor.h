@@ -27,6 +27,7 @@
 #include "base/mutex.h"
 #include "normd/v1/normd.pb.h"
 #include "server/observability/metrics.h"
+#include "server/regions/region_registry.h"
 #include "server/rpc/request_validation.h"
 #include "server/rpc/request_wire.h"
 #include "server/rpc/response_wire.h"
@@ -40,7 +41,7 @@ class NormalizeStreamReactor final
  public:
   NormalizeStreamReactor(grpc::CallbackServerContext* context, Scheduler& scheduler,
                          WeightRegistry& weights, ValidationLimits limits, int max_inflight,
-                         ServerMetrics* metrics);
+                         ServerMetrics* metrics, const RegionRegistry* regions = nullptr);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -87,7 +88,8 @@ class NormalizeStreamReactor final
   WeightRegistry& weights_;
   const ValidationLimits limits_;
   const size_t max_inflight_;
-  ServerMetrics* const metrics_;  // may be null
+  ServerMetrics* const metrics_;         // may be null
+  const RegionRegistry* const regions_;  // null when shared memory is off
 
   normd::Mutex mu_;
   std::deque<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);  // front: next response to write

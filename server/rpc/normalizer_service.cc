@@ -10,6 +10,8 @@
 #include "server/rpc/call_state.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/normalize_stream_reactor.h"
+#include "server/rpc/region_rpcs.h"
+#include "server/rpc/region_session_reactor.h"
 #include "server/rpc/request_wire.h"
 #include "server/rpc/response_wire.h"
 
@@ -86,9 +88,7 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
   RequestWire& request = reactor->request();
   absl::Status parsed = request.Parse(*raw_request);
   absl::StatusOr<ValidatedRequest> validated =
-      parsed.ok() ? ValidateNormalizeRequest(request.message(), request.input_data(),
-                                             request.residual_data(), request.weight_data(),
-                                             options_.limits, weights_)
+      parsed.ok() ? ValidateReceived(request, *context, options_.limits, weights_, options_.regions)
                   : std::move(parsed);
   if (!validated.ok()) {
     FinishUnary(reactor, metrics_, "Normalize", start, validated.status());
@@ -98,9 +98,11 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
       MakeWorkItem(request.message(), *std::move(validated), reactor->response(), *context);
   item->may_run_on_caller_thread = true;  // nothing is locked here; see Worker's shortcut
   item->hold_bytes_until_released = true;
-  reactor->set_held_bytes(item->bytes());
-  item->on_done = [reactor, raw_response, metrics = metrics_, start](const absl::Status& status,
-                                                                     const LaunchReport& report) {
+  reactor->set_held_bytes(item->admission_bytes());
+  const TensorMemory transport = item->request.transport();
+  item->on_done = [reactor, raw_response, metrics = metrics_, start, transport](
+                      const absl::Status& status, const LaunchReport& report) {
+    if (metrics != nullptr) metrics->RequestTransport(transport);
     if (status.ok()) {
       grpc::ByteBuffer bytes = reactor->response().Finish(report);
       raw_response->Swap(&bytes);
@@ -117,7 +119,7 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NormalizerService::NormalizeStream(
     grpc::CallbackServerContext* context) {
   return new NormalizeStreamReactor(context, scheduler_, weights_, options_.limits,
-                                    options_.stream_max_inflight, metrics_);
+                                    options_.stream_max_inflight, metrics_, options_.regions);
 }
 
 grpc::ServerUnaryReactor* NormalizerService::RegisterWeight(
@@ -160,6 +162,52 @@ grpc::ServerUnaryReactor* NormalizerService::GetServerInfo(
   grpc::ServerUnaryReactor* reactor = new UnaryCallReactor(scheduler_);  // deletes itself in OnDone
   FinishUnary(reactor, metrics_, "GetServerInfo", start, absl::OkStatus());
   return reactor;
+}
+
+grpc::ServerUnaryReactor* NormalizerService::AnswerInline(const char* method, absl::Time start,
+                                                          const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = new UnaryCallReactor(scheduler_);  // deletes itself in OnDone
+  FinishUnary(reactor, metrics_, method, start, status);
+  return reactor;
+}
+
+grpc::ServerWriteReactor<normd::v1::RegionSessionEvent>* NormalizerService::OpenRegionSession(
+    grpc::CallbackServerContext* context, const normd::v1::OpenRegionSessionRequest* /*request*/) {
+  return new RegionSessionReactor(context, options_.regions);  // deletes itself in OnDone
+}
+
+grpc::ServerUnaryReactor* NormalizerService::RegisterSystemRegion(
+    grpc::CallbackServerContext* context, const normd::v1::RegisterSystemRegionRequest* request,
+    normd::v1::RegisterRegionResponse* response) {
+  const absl::Time start = absl::Now();
+  return AnswerInline(
+      "RegisterSystemRegion", start,
+      normd::RegisterSystemRegion(options_.regions, context->peer(), *request, response));
+}
+
+grpc::ServerUnaryReactor* NormalizerService::RegisterCudaRegion(
+    grpc::CallbackServerContext* context, const normd::v1::RegisterCudaRegionRequest* request,
+    normd::v1::RegisterRegionResponse* response) {
+  const absl::Time start = absl::Now();
+  return AnswerInline(
+      "RegisterCudaRegion", start,
+      normd::RegisterCudaRegion(options_.regions, context->peer(), *request, response));
+}
+
+grpc::ServerUnaryReactor* NormalizerService::UnregisterRegion(
+    grpc::CallbackServerContext* context, const normd::v1::UnregisterRegionRequest* request,
+    normd::v1::UnregisterRegionResponse* /*response*/) {
+  const absl::Time start = absl::Now();
+  return AnswerInline("UnregisterRegion", start,
+                      normd::UnregisterRegion(options_.regions, context->peer(), *request));
+}
+
+grpc::ServerUnaryReactor* NormalizerService::ListRegions(
+    grpc::CallbackServerContext* context, const normd::v1::ListRegionsRequest* /*request*/,
+    normd::v1::ListRegionsResponse* response) {
+  const absl::Time start = absl::Now();
+  return AnswerInline("ListRegions", start,
+                      normd::ListRegions(options_.regions, context->peer(), response));
 }
 
 }  // namespace normd

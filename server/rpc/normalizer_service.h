@@ -2,7 +2,8 @@
 //
 // Handlers never compute: they validate (answering a caller's mistake at once), size the response,
 // and hand a WorkItem to the scheduler; the reactor finishes when the item's launch is done, on the
-// worker's thread. RegisterWeight and GetServerInfo answer inline.
+// worker's thread. RegisterWeight, GetServerInfo and the region RPCs (but OpenRegionSession, which
+// stays open: region_session_reactor.h) answer inline.
 #ifndef NORMD_SERVER_RPC_NORMALIZER_SERVICE_H_
 #define NORMD_SERVER_RPC_NORMALIZER_SERVICE_H_
 
@@ -10,6 +11,7 @@
 
 #include "normd/v1/normd.grpc.pb.h"
 #include "server/observability/metrics.h"
+#include "server/regions/region_registry.h"
 #include "server/rpc/request_validation.h"
 #include "server/rpc/weight_registry.h"
 #include "server/scheduling/scheduler.h"
@@ -20,6 +22,8 @@ struct ServiceOptions {
   ValidationLimits limits;
   int stream_max_inflight = 64;  // requests of one stream read ahead of their responses
   normd::v1::ServerInfo info;    // what GetServerInfo answers
+  // Shared memory's regions; null when --shared-memory is off. Must outlive the service.
+  RegionRegistry* regions = nullptr;
 };
 
 // Normalize and NormalizeStream are registered raw (bytes in and out):
@@ -34,7 +38,12 @@ using NormalizerServiceBase = normd::v1::Normalizer::WithRawCallbackMethod_Norma
     normd::v1::Normalizer::WithRawCallbackMethod_NormalizeStream<
         normd::v1::Normalizer::WithCallbackMethod_RegisterWeight<
             normd::v1::Normalizer::WithCallbackMethod_GetServerInfo<
-                normd::v1::Normalizer::Service>>>>;
+                normd::v1::Normalizer::WithCallbackMethod_OpenRegionSession<
+                    normd::v1::Normalizer::WithCallbackMethod_RegisterSystemRegion<
+                        normd::v1::Normalizer::WithCallbackMethod_RegisterCudaRegion<
+                            normd::v1::Normalizer::WithCallbackMethod_UnregisterRegion<
+                                normd::v1::Normalizer::WithCallbackMethod_ListRegions<
+                                    normd::v1::Normalizer::Service>>>>>>>>>;
 
 class NormalizerService final : public NormalizerServiceBase {
  public:
@@ -54,8 +63,27 @@ class NormalizerService final : public NormalizerServiceBase {
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const normd::v1::GetServerInfoRequest* request,
                                           normd::v1::ServerInfo* response) override;
+  grpc::ServerWriteReactor<normd::v1::RegionSessionEvent>* OpenRegionSession(
+      grpc::CallbackServerContext* context,
+      const normd::v1::OpenRegionSessionRequest* request) override;
+  grpc::ServerUnaryReactor* RegisterSystemRegion(
+      grpc::CallbackServerContext* context, const normd::v1::RegisterSystemRegionRequest* request,
+      normd::v1::RegisterRegionResponse* response) override;
+  grpc::ServerUnaryReactor* RegisterCudaRegion(
+      grpc::CallbackServerContext* context, const normd::v1::RegisterCudaRegionRequest* request,
+      normd::v1::RegisterRegionResponse* response) override;
+  grpc::ServerUnaryReactor* UnregisterRegion(
+      grpc::CallbackServerContext* context, const normd::v1::UnregisterRegionRequest* request,
+      normd::v1::UnregisterRegionResponse* response) override;
+  grpc::ServerUnaryReactor* ListRegions(grpc::CallbackServerContext* context,
+                                        const normd::v1::ListRegionsRequest* request,
+                                        normd::v1::ListRegionsResponse* response) override;
 
  private:
+  // Answers a unary call inline with `status`, counted under `method`.
+  grpc::ServerUnaryReactor* AnswerInline(const char* method, absl::Time start,
+                                         const absl::Status& status);
+
   Scheduler& scheduler_;
   WeightRegistry& weights_;
   const ServiceOptions options_;

@@ -123,9 +123,10 @@ absl::Status ValidateTensor(const normd::v1::Tensor& tensor, int64_t data_bytes,
   const int64_t expected = elements * itemsize;
   const int64_t actual = data_bytes;
   if (actual != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".data: ", actual, " bytes; shape ", ShapeString(tensor), " of ", DTypeName(*dtype),
-        " needs ", elements, " x ", itemsize, " = ", expected, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, tensor.has_region() ? ".region.byte_length: " : ".data: ", actual,
+                     " bytes; shape ", ShapeString(tensor), " of ", DTypeName(*dtype), " needs ",
+                     elements, " x ", itemsize, " = ", expected, " bytes"));
   }
   *hidden = tensor.shape(tensor.shape_size() - 1);
   *rows = elements / *hidden;

@@ -65,12 +65,35 @@ void ResponseWire::PrepareTensor(int field_number, const normd::v1::Tensor& like
   field.data = data;
 }
 
+void ResponseWire::PrepareRegionTensor(int field_number, const normd::v1::Tensor& like,
+                                       const normd::v1::RegionReference& region,
+                                       TensorField& field) {
+  normd::v1::Tensor meta;
+  CopyDtypeAndShape(like, meta);
+  *meta.mutable_region() = region;
+  const std::string meta_bytes = meta.SerializeAsString();
+  field.head.clear();
+  AppendVarint(LengthDelimitedTag(field_number), field.head);
+  AppendVarint(meta_bytes.size(), field.head);
+  field.head += meta_bytes;
+  field.in_region = true;
+}
+
 void ResponseWire::Prepare(const normd::v1::NormalizeRequest& request, int64_t data_bytes,
-                           bool with_residual_out) {
+                           bool with_residual_out, const normd::v1::RegionReference* output_region,
+                           const normd::v1::RegionReference* residual_out_region) {
   const auto bytes = static_cast<size_t>(data_bytes);
-  PrepareTensor(kResponseOutputField, request.input(), bytes, output_);
-  if (with_residual_out)
+  if (output_region != nullptr) {
+    PrepareRegionTensor(kResponseOutputField, request.input(), *output_region, output_);
+  } else {
+    PrepareTensor(kResponseOutputField, request.input(), bytes, output_);
+  }
+  if (with_residual_out && residual_out_region != nullptr) {
+    PrepareRegionTensor(kResponseResidualOutField, request.residual(), *residual_out_region,
+                        residual_out_);
+  } else if (with_residual_out) {
     PrepareTensor(kResponseResidualOutField, request.residual(), bytes, residual_out_);
+  }
   request_id_ = request.request_id();
 }
 
@@ -84,6 +107,11 @@ grpc::ByteBuffer ResponseWire::Finish(const LaunchReport& report) {
   std::vector<grpc::Slice> slices;
   slices.reserve(5);
   for (TensorField* field : {&output_, &residual_out_}) {
+    if (field->in_region) {
+      slices.emplace_back(field->head);
+      field->in_region = false;
+      continue;
+    }
     if (field->data == nullptr) continue;
     if (field->pooled) LargeBufferPool::ReleaseWrites(field->data);
     slices.emplace_back(field->head);

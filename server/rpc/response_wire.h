@@ -42,11 +42,15 @@ class ResponseWire {
   // Shapes `output` like the request's input and, with `with_residual_out`, `residual_out` like its
   // residual, each of `data_bytes` bytes, and keeps the request_id. The data buffers are allocated
   // here and are uninitialized. Call once, after the request has been validated (which made
-  // `data_bytes` the size of its input and residual).
+  // `data_bytes` the size of its input and residual). A tensor written into a region instead
+  // (`output_region`, `residual_out_region` not null) gets no buffer: the response carries its
+  // dtype, shape and that reference, and no data.
   void Prepare(const normd::v1::NormalizeRequest& request, int64_t data_bytes,
-               bool with_residual_out);
+               bool with_residual_out, const normd::v1::RegionReference* output_region = nullptr,
+               const normd::v1::RegionReference* residual_out_region = nullptr);
 
-  // Where the executor writes each output tensor's bytes; null for residual_out without a residual.
+  // Where the executor writes each output tensor's bytes; null for residual_out without a residual,
+  // and for a tensor written into a region.
   void* output() const { return output_.data; }
   void* residual_out() const { return residual_out_.data; }
 
@@ -59,11 +63,14 @@ class ResponseWire {
   struct TensorField {
     std::string head;   // field tag, message length, dtype, shape, the data field's tag and length
     grpc::Slice bytes;  // owns `data`
-    void* data = nullptr;  // where the executor writes: `bytes`
-    bool pooled = false;   // `bytes` is LargeBufferPool's
+    void* data = nullptr;    // where the executor writes: `bytes`
+    bool pooled = false;     // `bytes` is LargeBufferPool's
+    bool in_region = false;  // `head` is the whole field: the data went into a region
   };
   static void PrepareTensor(int field_number, const normd::v1::Tensor& like, size_t data_bytes,
                             TensorField& field);
+  static void PrepareRegionTensor(int field_number, const normd::v1::Tensor& like,
+                                  const normd::v1::RegionReference& region, TensorField& field);
 
   TensorField output_;
   TensorField residual_out_;

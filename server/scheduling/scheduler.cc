@@ -1,5 +1,6 @@
 #include "server/scheduling/scheduler.h"
 
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -17,12 +18,12 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   if (!accepting_.load()) {
     return absl::UnavailableError("normd is shutting down and takes no new requests");
   }
-  Worker* worker = ChooseWorker();
+  Worker* worker = ChooseWorker(item->request.device);
   if (worker == nullptr) {
     return absl::UnavailableError(
         "normd has no healthy worker left (see its log); retry on another replica");
   }
-  const int64_t bytes = item->bytes();
+  const int64_t bytes = item->admission_bytes();
   // Reserve first, then check: concurrent submitters cannot together slip past the budget.
   const int64_t before = queued_bytes_.fetch_add(bytes);
   if (before + bytes > max_queue_bytes_ && before > 0) {
@@ -47,10 +48,13 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   return absl::OkStatus();
 }
 
-Worker* Scheduler::ChooseWorker() {
+Worker* Scheduler::ChooseWorker(int device) {
   Worker* least_loaded = nullptr;
+  const std::string device_label = device >= 0 ? std::to_string(device) : std::string();
   for (const auto& w : workers_) {
     if (!w->healthy()) continue;  // taken out of rotation after an unrecoverable device error
+    // A request in a client's GPU memory runs on that GPU.
+    if (device >= 0 && w->executor().device() != device_label) continue;
     if (w->load_rows() < fill_first_rows_) return w.get();
     if (least_loaded == nullptr || w->load_rows() < least_loaded->load_rows()) {
       least_loaded = w.get();

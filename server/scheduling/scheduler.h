@@ -4,7 +4,8 @@
 // until they are answered (for unary calls: until gRPC has sent the response, see
 // WorkItem::hold_bytes_until_released), and a request that would pass it is refused at once with
 // RESOURCE_EXHAUSTED (the client can back off or go to another replica) instead of queueing without
-// bound.
+// bound. Tensors in a client's shared-memory region are the client's memory and are not charged
+// (WorkItem::admission_bytes).
 //
 // The choice of worker: the first healthy worker (in order) holding fewer than `fill_first_rows`
 // rows queued or running takes the request; when every worker holds that many, the one with the
@@ -56,8 +57,9 @@ class Scheduler {
   const std::vector<std::unique_ptr<Worker>>& workers() const { return workers_; }
 
  private:
-  // The worker for the next request (see above); null when none is healthy.
-  Worker* ChooseWorker();
+  // The worker for the next request (see above); null when none is healthy. A request whose tensors
+  // are in GPU memory (`device` >= 0) goes to a worker of that GPU.
+  Worker* ChooseWorker(int device);
 
   std::vector<std::unique_ptr<Worker>> workers_;
   const int64_t max_queue_bytes_;

@@ -160,7 +160,11 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
       {"normd_device_bytes", "gauge"},
       {"normd_weights_registered", "gauge"},
       {"normd_workers", "gauge"},
-      {"normd_build_info", "gauge"}};
+      {"normd_build_info", "gauge"},
+      {"normd_requests_by_transport_total", "counter"},
+      {"normd_shared_memory_sessions", "gauge"},
+      {"normd_shared_memory_regions", "gauge"},
+      {"normd_shared_memory_bytes", "gauge"}};
   for (const auto& [family, type] : kTypes) {
     auto it = e.types.find(family);
     ASSERT_NE(it, e.types.end()) << family << " missing from:\n" << *text;
@@ -172,6 +176,9 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
   EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "Normalize"}, {"code", "NOT_FOUND"}}), 3);
   EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "RegisterWeight"}, {"code", "OK"}}), 1);
   EXPECT_EQ(e.Sum("normd_requests_total", {{"method", "NormalizeStream"}, {"code", "OK"}}), 7);
+  // Every request computed went as bytes; refused ones never reached a worker.
+  EXPECT_EQ(e.Sum("normd_requests_by_transport_total", {{"transport", "bytes"}}), 27);
+  EXPECT_EQ(e.Sum("normd_requests_by_transport_total", {{"transport", "system"}}), 0);
   EXPECT_EQ(e.Sum("normd_request_duration_seconds_count", {{"method", "Normalize"}}), 28);
   EXPECT_EQ(e.Sum("normd_bytes_total", {{"direction", "in"}}), static_cast<double>(payload_in));
   EXPECT_EQ(e.Sum("normd_bytes_total", {{"direction", "out"}}), static_cast<double>(payload_in));
@@ -303,9 +310,9 @@ TEST(MetricsTest, ExpositionCarriesNoTensorDataWeightsOrRequestIds) {
                              "requestid", reg_response.weight_id().c_str()}) {
     EXPECT_EQ(metrics->find(secret), std::string::npos) << "/metrics contains '" << secret << "'";
   }
-  const std::set<std::string> own_labels = {"method",    "code",     "device",  "stage",
-                                            "direction", "state",    "backend", "cuda",
-                                            "version",   "quantile", "le",      "source"};
+  const std::set<std::string> own_labels = {
+      "method", "code",    "device",   "stage", "direction", "state",     "backend",
+      "cuda",   "version", "quantile", "le",    "source",    "transport", "kind"};
   for (const Sample& sample : Parse(*metrics).samples) {
     for (const auto& [label, value] : sample.labels) {
       EXPECT_TRUE(own_labels.count(label))

@@ -74,7 +74,7 @@ absl::Status NormdProcess::Start(const std::vector<std::string>& args, absl::Dur
   std::vector<std::string> argv_storage = {binary_};
   bool has_listen = false, has_metrics_listen = false;
   for (const auto& a : args) {
-    has_listen |= absl::StartsWith(a, "--listen");
+    has_listen |= absl::StartsWith(a, "--listen=") || a == "--listen";
     has_metrics_listen |=
         absl::StartsWith(a, "--metrics-listen") || absl::StartsWith(a, "--metrics_listen");
   }

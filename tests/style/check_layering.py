@@ -2,7 +2,9 @@
 """Checks that normd's server stages include only the stages below them.
 
 The server is layered (docs/ARCHITECTURE.md): a request flows rpc -> scheduling -> batching ->
-executors, and every stage may use core and observability. An #include that points back up (an
+executors, and every stage may use core and observability. Shared-memory regions (regions/) sit
+beside them: rpc resolves requests' references there, and startup lends them the backend's device
+memory. An #include that points back up (an
 executor including the scheduler, say) would make a circle in the structure map; this check fails
 on the first such include, naming the file, the line and the rule.
 
@@ -19,9 +21,10 @@ ALLOWED = {
     "executors": {"core", "observability"},
     "batching": {"core", "observability", "executors"},
     "scheduling": {"core", "observability", "executors", "batching"},
-    "rpc": {"core", "observability", "scheduling", "batching"},
+    "regions": {"core", "observability"},
+    "rpc": {"core", "observability", "scheduling", "batching", "regions"},
     "config": {"core", "observability", "executors", "batching"},
-    "startup": {"core", "observability", "executors", "batching", "config"},
+    "startup": {"core", "observability", "executors", "batching", "config", "regions"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"server/([a-z_]+)/')
 
