@@ -315,7 +315,7 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
   const StagingLayout& layout = slot.layout;
   const auto* table = static_cast<const RmsNormSegment*>(slot.in.host);
   const int64_t row_bytes = launch.hidden * static_cast<int64_t>(ItemSize(launch.dtype));
-  const int64_t data_bytes = layout.up_bytes - layout.input_at[0];
+  const int64_t data_bytes = layout.up_bytes - layout.rows_at;
   const auto chunks =
       static_cast<int>(std::clamp<int64_t>(data_bytes / kMinChunkBytes, 1, kMaxChunks));
   const int64_t rows_per_chunk = (launch.rows + chunks - 1) / chunks;
@@ -323,9 +323,8 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
   cudaEventRecord(slot.events[0], stream_);
   // The table and inline weights first. The kernels take their segments by value (one call per
   // request in a chunk), so the table itself goes unused; it is small.
-  cudaError_t e =
-      cudaMemcpyAsync(slot.in.dev, slot.in.host, static_cast<size_t>(layout.input_at[0]),
-                      cudaMemcpyHostToDevice, stream_);
+  cudaError_t e = cudaMemcpyAsync(slot.in.dev, slot.in.host, static_cast<size_t>(layout.rows_at),
+                                  cudaMemcpyHostToDevice, stream_);
   if (e != cudaSuccess) return e;
   // Calls `piece(i, first, count)` for each request i with rows in launch rows [begin, end): its
   // rows first .. first + count - 1.

@@ -43,21 +43,28 @@ StagingLayout LayOutLaunch(const Launch& launch) {
       up += AlignUp(r.hidden * static_cast<int64_t>(ItemSize(r.weight_dtype)));
     }
   }
+  layout.rows_at = up;
   int64_t down = 0;
+  // Only normd's own tensors are staged; a region's stay at -1 (see the header).
+  auto stage = [](TensorMemory memory, int64_t bytes, int64_t& at, int64_t& end) {
+    if (memory != TensorMemory::kNormd) return;
+    at = end;
+    end += bytes;
+  };
   for (size_t i = 0; i < n; ++i) {
-    const int64_t bytes = AlignUp(launch.items[i]->request.elements() * itemsize);
-    layout.input_at[i] = up;
-    up += bytes;
-    layout.output_at[i] = down;
-    down += bytes;
+    const ValidatedRequest& r = launch.items[i]->request;
+    const int64_t bytes = AlignUp(r.elements() * itemsize);
+    layout.input_at[i] = -1;
+    layout.output_at[i] = -1;
+    stage(r.input_memory, bytes, layout.input_at[i], up);
+    stage(r.output_memory, bytes, layout.output_at[i], down);
   }
   for (size_t i = 0; i < n; ++i) {
-    if (!launch.items[i]->request.has_residual()) continue;
-    const int64_t bytes = AlignUp(launch.items[i]->request.elements() * itemsize);
-    layout.residual_at[i] = up;
-    up += bytes;
-    layout.residual_out_at[i] = down;
-    down += bytes;
+    const ValidatedRequest& r = launch.items[i]->request;
+    if (!r.has_residual()) continue;
+    const int64_t bytes = AlignUp(r.elements() * itemsize);
+    stage(r.residual_memory, bytes, layout.residual_at[i], up);
+    stage(r.residual_out_memory, bytes, layout.residual_out_at[i], down);
   }
   layout.up_bytes = up;
   layout.down_bytes = down;
@@ -74,14 +81,25 @@ absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void*
     const ValidatedRequest& r = launch.items[i]->request;
     RmsNormSegment seg{};
     // Straight from where the request's bytes arrived (TensorBytes), which the device reads next
-    // and the CPU never: see base/streaming_copy.h.
-    AddCopyJobsBypassingCaches(r.input, At(up_host, layout.input_at[i]), rows);
-    seg.input = At(up_device, layout.input_at[i]);
-    seg.output = At(down_device, layout.output_at[i]);
+    // and the CPU never: see base/streaming_copy.h. A tensor in a client's region is neither
+    // copied nor touched: the table points at it.
+    const WorkItem& item = *launch.items[i];
+    if (layout.input_at[i] >= 0) {
+      AddCopyJobsBypassingCaches(r.input, At(up_host, layout.input_at[i]), rows);
+      seg.input = At(up_device, layout.input_at[i]);
+    } else {
+      seg.input = r.input.contiguous();
+    }
+    seg.output = layout.output_at[i] >= 0 ? At(down_device, layout.output_at[i]) : item.output;
     if (r.has_residual()) {
-      AddCopyJobsBypassingCaches(r.residual, At(up_host, layout.residual_at[i]), rows);
-      seg.residual = At(up_device, layout.residual_at[i]);
-      seg.residual_out = At(down_device, layout.residual_out_at[i]);
+      if (layout.residual_at[i] >= 0) {
+        AddCopyJobsBypassingCaches(r.residual, At(up_host, layout.residual_at[i]), rows);
+        seg.residual = At(up_device, layout.residual_at[i]);
+      } else {
+        seg.residual = r.residual.contiguous();
+      }
+      seg.residual_out = layout.residual_out_at[i] >= 0 ? At(down_device, layout.residual_out_at[i])
+                                                        : item.residual_out;
     }
     if (r.registered_weight != nullptr) {
       absl::StatusOr<const void*> weight = device_weight(*r.registered_weight);
@@ -111,7 +129,9 @@ void UnpackLaunch(const Launch& launch, const StagingLayout& layout, const void*
   for (size_t i = 0; i < launch.items.size(); ++i) {
     const WorkItem& item = *launch.items[i];
     const int64_t bytes = item.request.elements() * itemsize;
-    outputs.push_back(CopyJob{item.output, At(down_host, layout.output_at[i]), bytes, false});
+    if (layout.output_at[i] >= 0) {  // else written in its region already
+      outputs.push_back(CopyJob{item.output, At(down_host, layout.output_at[i]), bytes, false});
+    }
     if (layout.residual_out_at[i] >= 0) {
       outputs.push_back(
           CopyJob{item.residual_out, At(down_host, layout.residual_out_at[i]), bytes, false});

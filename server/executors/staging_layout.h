@@ -2,7 +2,10 @@
 // itself.
 //
 // A launch travels to an accelerator as one buffer going up, [segment table][inline
-// weights][inputs] [residuals], and comes back as one buffer, [outputs][residual_outs]. Every
+// weights][inputs] [residuals], and comes back as one buffer, [outputs][residual_outs]. Tensors in
+// a client's region (ValidatedRequest's TensorMemory other than kNormd) are not staged: the device
+// reaches them where they are (registered host pages, or GPU memory opened with CUDA IPC), so the
+// table points at them and the copies skip them. Every
 // region starts on a 256-byte boundary so that the kernels' 16-byte vector accesses stay aligned
 // whatever the sizes before it. The segment table holds pointers into the *device* copies of those
 // buffers, which the host cannot dereference; the packer therefore takes the device base addresses
@@ -27,13 +30,15 @@ namespace normd {
 
 inline constexpr int64_t kStagingAlign = 256;
 
-// Byte offsets of one launch's regions (-1: the request has no such region).
+// Byte offsets of one launch's regions (-1: the request has no such region, or the tensor is in a
+// client's region and not staged).
 struct StagingLayout {
   std::vector<int64_t> weight_at;        // in the up buffer; -1 for registered weights
   std::vector<int64_t> input_at;         // in the up buffer
   std::vector<int64_t> residual_at;      // in the up buffer; -1 without a residual
   std::vector<int64_t> output_at;        // in the down buffer
   std::vector<int64_t> residual_out_at;  // in the down buffer; -1 without a residual
+  int64_t rows_at = 0;                   // where the staged rows start: table and weights before
   int64_t up_bytes = 0;                  // the up buffer's size, table included
   int64_t down_bytes = 0;
 };

@@ -12,6 +12,7 @@
 #include "server/config/usable_cpus.h"
 #include "server/executors/cuda_executor.h"
 #include "server/observability/log.h"
+#include "server/startup/cuda_region_memory.h"
 
 namespace normd {
 namespace {
@@ -183,6 +184,7 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
           std::make_unique<Worker>(*std::move(executor), limits, metrics, reply_threads));
     }
   }
+  backend.device_memory = std::make_unique<CudaRegionMemory>(*gpus);
   return backend;
 }
 
