@@ -392,35 +392,36 @@ absl::StatusOr<RegisteredRegion> Client::RegisterSystemRegion(const SharedMemory
 absl::StatusOr<RegisteredRegion> Client::RegisterSystemRegion(const std::string& shm_name,
                                                               int64_t offset, int64_t byte_size,
                                                               std::string label) {
-  NORMD_RETURN_IF_ERROR(OpenRegionSession());
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(DeadlineFor(absl::ZeroDuration())));
   normd::v1::RegisterSystemRegionRequest request;
   request.set_shm_name(shm_name);
   request.set_offset(offset);
   request.set_byte_size(byte_size);
   request.set_label(std::move(label));
-  normd::v1::RegisterRegionResponse response;
-  NORMD_RETURN_IF_ERROR(FromGrpcCall(stub_->RegisterSystemRegion(&context, request, &response),
-                                     context, options_.target));
-  return RegisteredRegion(this, response.region_id(), response.byte_size());
+  return RegisterRegion([&](grpc::ClientContext* context, normd::v1::RegisterRegionResponse* r) {
+    return stub_->RegisterSystemRegion(context, request, r);
+  });
 }
 
 absl::StatusOr<RegisteredRegion> Client::RegisterCudaRegion(std::string ipc_handle,
                                                             std::string device_uuid, int64_t offset,
                                                             int64_t byte_size, std::string label) {
-  NORMD_RETURN_IF_ERROR(OpenRegionSession());
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(DeadlineFor(absl::ZeroDuration())));
   normd::v1::RegisterCudaRegionRequest request;
   request.set_ipc_handle(std::move(ipc_handle));
   request.set_device_uuid(std::move(device_uuid));
   request.set_offset(offset);
   request.set_byte_size(byte_size);
   request.set_label(std::move(label));
+  return RegisterRegion([&](grpc::ClientContext* context, normd::v1::RegisterRegionResponse* r) {
+    return stub_->RegisterCudaRegion(context, request, r);
+  });
+}
+
+absl::StatusOr<RegisteredRegion> Client::RegisterRegion(const RegisterCall& call) {
+  NORMD_RETURN_IF_ERROR(OpenRegionSession());
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(DeadlineFor(absl::ZeroDuration())));
   normd::v1::RegisterRegionResponse response;
-  NORMD_RETURN_IF_ERROR(FromGrpcCall(stub_->RegisterCudaRegion(&context, request, &response),
-                                     context, options_.target));
+  NORMD_RETURN_IF_ERROR(FromGrpcCall(call(&context, &response), context, options_.target));
   return RegisteredRegion(this, response.region_id(), response.byte_size());
 }
 

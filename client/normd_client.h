@@ -28,6 +28,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -127,6 +128,10 @@ class Client {
 
   Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel, int64_t max_request_bytes);
   absl::Time DeadlineFor(absl::Duration call_deadline) const;
+  // A region registration: opens the session if needed, makes `call` with the client's deadline.
+  using RegisterCall =
+      std::function<grpc::Status(grpc::ClientContext*, normd::v1::RegisterRegionResponse*)>;
+  absl::StatusOr<RegisteredRegion> RegisterRegion(const RegisterCall& call);
   // Everything of a request but its input: weight, residual, regions, scalars; and the size check.
   absl::Status FillRequest(DType wire, const WeightSource& weight, const NormalizeOptions& options,
                            PreparedRequest& prepared) const;

@@ -46,17 +46,25 @@ RegionRegistry::RegionRegistry(RegionRegistryOptions options, const PeerDirector
     : options_(options), peers_(peers), device_memory_(device_memory), metrics_(metrics) {}
 
 RegionRegistry::~RegionRegistry() {
+  // By now the server's shutdown has ended every session call, so no `end` is left to call; a
+  // region still held by a request would be released by it (none is, after the drain).
   std::vector<std::shared_ptr<Region>> released;
-  {
-    normd::MutexLock lock(&mu_);
-    closed_ = true;
-    for (auto& [peer, session] : sessions_) {
-      std::vector<std::shared_ptr<Region>> taken = TakeRegionsLocked(session);
-      released.insert(released.end(), taken.begin(), taken.end());
-    }
-    sessions_.clear();
+  CloseAll(released);
+}
+
+std::vector<std::function<void(const absl::Status&)>> RegionRegistry::CloseAll(
+    std::vector<std::shared_ptr<Region>>& released) {
+  std::vector<std::function<void(const absl::Status&)>> ends;
+  normd::MutexLock lock(&mu_);
+  closed_ = true;
+  for (auto& [peer, session] : sessions_) {
+    std::vector<std::shared_ptr<Region>> taken = TakeRegionsLocked(session);
+    released.insert(released.end(), taken.begin(), taken.end());
+    ends.push_back(std::move(session.end));
+    if (metrics_ != nullptr) metrics_->SessionClosed();
   }
-  released.clear();  // unmapped here unless a request still holds one (it must not, by now)
+  sessions_.clear();
+  return ends;
 }
 
 absl::StatusOr<uint64_t> RegionRegistry::OpenSession(const std::string& peer,
@@ -115,19 +123,8 @@ void RegionRegistry::EndSession(const std::string& peer, uint64_t token) {
 }
 
 void RegionRegistry::EndAllSessions() {
-  std::vector<std::function<void(const absl::Status&)>> ends;
   std::vector<std::shared_ptr<Region>> released;
-  {
-    normd::MutexLock lock(&mu_);
-    closed_ = true;
-    for (auto& [peer, session] : sessions_) {
-      std::vector<std::shared_ptr<Region>> taken = TakeRegionsLocked(session);
-      released.insert(released.end(), taken.begin(), taken.end());
-      ends.push_back(std::move(session.end));
-      if (metrics_ != nullptr) metrics_->SessionClosed();
-    }
-    sessions_.clear();
-  }
+  std::vector<std::function<void(const absl::Status&)>> ends = CloseAll(released);
   released.clear();
   const absl::Status shutting_down =
       absl::UnavailableError("normd is shutting down; the session's regions are released");

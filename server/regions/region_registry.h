@@ -105,6 +105,10 @@ class RegionRegistry {
   // has ended meanwhile.
   absl::StatusOr<Registered> Admit(const std::string& peer, uint64_t token,
                                    std::unique_ptr<Region> region);
+  // Ends every session and refuses new ones: the sessions' regions go to `released` and their
+  // `end`s are returned, for the caller to release and call outside the lock.
+  std::vector<std::function<void(const absl::Status&)>> CloseAll(
+      std::vector<std::shared_ptr<Region>>& released);
   // Removes `session`'s regions from the map, for the caller to release outside the lock.
   std::vector<std::shared_ptr<Region>> TakeRegionsLocked(Session& session)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

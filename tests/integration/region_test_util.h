@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/normd_client.h"
+#include "tests/integration/suite_normd.h"
 
 namespace normd::testing {
 
@@ -43,6 +44,21 @@ absl::StatusOr<double> MetricSample(int metrics_port, const std::string& series)
 // Waits until that sample equals `value` (scraping every 20 ms); true once it does.
 bool WaitForMetric(int metrics_port, const std::string& series, double value,
                    absl::Duration timeout = absl::Seconds(20));
+
+// A suite sharing one normd with shared memory on, served on a Unix socket of its own as well as
+// loopback. The suite names its socket with `static constexpr char kTag[]`; one that needs other
+// flags declares its own SuiteFlags (with SocketPath()'s socket).
+template <typename Suite>
+class RegionSuiteTest : public SuiteNormdTest<Suite> {
+ public:
+  static const std::string& SocketPath() {
+    static const std::string path = UnixSocketPath(Suite::kTag);
+    return path;
+  }
+  static std::vector<std::string> SuiteFlags() {
+    return {"--backend=cpu", "--shared-memory=system", "--listen-unix=" + SocketPath()};
+  }
+};
 
 }  // namespace normd::testing
 

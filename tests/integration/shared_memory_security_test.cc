@@ -19,7 +19,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tests/integration/region_test_util.h"
-#include "tests/integration/suite_normd.h"
 
 namespace normd::testing {
 namespace {
@@ -27,19 +26,13 @@ namespace {
 constexpr int64_t kRows = 4, kHidden = 64;
 constexpr int64_t kTensorBytes = kRows * kHidden * 2;  // bf16
 
-class SharedMemorySecurityTest : public SuiteNormdTest<SharedMemorySecurityTest> {
+class SharedMemorySecurityTest : public RegionSuiteTest<SharedMemorySecurityTest> {
  public:
-  static const std::string& SocketPath() {
-    static const std::string path = UnixSocketPath("shmsec");
-    return path;
-  }
-  static std::vector<std::string> SuiteFlags() {
-    return {"--backend=cpu", "--shared-memory=system", "--listen-unix=" + SocketPath()};
-  }
+  static constexpr char kTag[] = "shmsec";
 
  protected:
   void SetUp() override {
-    SuiteNormdTest::SetUp();
+    RegionSuiteTest::SetUp();
     absl::StatusOr<std::unique_ptr<SharedMemory>> memory = SharedMemory::Create(1 << 16);
     ASSERT_TRUE(memory.ok()) << memory.status();
     memory_ = *std::move(memory);

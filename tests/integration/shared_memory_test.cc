@@ -11,7 +11,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/integration/region_test_util.h"
-#include "tests/integration/suite_normd.h"
 
 namespace normd::testing {
 namespace {
@@ -21,19 +20,13 @@ constexpr int64_t kTensorBytes = kRows * kHidden * 2;  // bf16
 // Tensors at 4 KiB steps in the test's region.
 constexpr int64_t kSlot = (kTensorBytes + 4095) / 4096 * 4096;
 
-class SharedMemoryTest : public SuiteNormdTest<SharedMemoryTest> {
+class SharedMemoryTest : public RegionSuiteTest<SharedMemoryTest> {
  public:
-  static const std::string& SocketPath() {
-    static const std::string path = UnixSocketPath("shm");
-    return path;
-  }
-  static std::vector<std::string> SuiteFlags() {
-    return {"--backend=cpu", "--shared-memory=system", "--listen-unix=" + SocketPath()};
-  }
+  static constexpr char kTag[] = "shm";
 
  protected:
   void SetUp() override {
-    SuiteNormdTest::SetUp();
+    RegionSuiteTest::SetUp();
     client_ = ConnectOwn("unix:" + SocketPath());
     ASSERT_NE(client_, nullptr);
     absl::StatusOr<std::unique_ptr<SharedMemory>> memory = SharedMemory::Create(8 * kSlot);
