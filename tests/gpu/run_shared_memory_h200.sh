@@ -2,7 +2,8 @@
 # Shared memory on the GPU machine (docs/SHARED_MEMORY.md), in one call of about five minutes.
 # Files under $OUT (at most eight, as the device tool brings back):
 #   gpu_tests.log   the shared-memory GPU tests (normd_shared_memory_gpu_test) against normd
-#                   --backend=cuda --shared-memory=system,cuda
+#                   --backend=cuda --shared-memory=system,cuda, then the integration suite's
+#                   SharedMemory* tests against the CUDA backend (system regions on the GPU)
 #   memcheck.log    the same tests' cuda-region and unregister cases with compute-sanitizer memcheck
 #                   following normd (--target-processes all), where compute-sanitizer is found
 #   normd.log       the normd that normbench measured; metrics.txt its /metrics after the runs
@@ -23,15 +24,20 @@ DURATION=${DURATION:-2s}
 stamp() { echo "== $(date -u +%H:%M:%S) $*"; }
 stamp start; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 
+export NORMD_BINARY=$(command -v normd) NORMD_TEST_BACKEND=cuda
 stamp gpu tests
-NORMD_BINARY=$(command -v normd) timeout 120 normd_shared_memory_gpu_test --gtest_brief=1 \
-  > "$OUT/gpu_tests.log" 2>&1
+timeout 120 normd_shared_memory_gpu_test --gtest_brief=1 > "$OUT/gpu_tests.log" 2>&1
 echo "gpu tests exit $?" | tee -a "$OUT/gpu_tests.log"; tail -4 "$OUT/gpu_tests.log"
+# The CPU backend's shared-memory suites, here against the CUDA backend: system regions there.
+timeout 120 normd_integration_test --gtest_brief=1 --gtest_filter='SharedMemory*' \
+  >> "$OUT/gpu_tests.log" 2>&1
+echo "integration (SharedMemory*, cuda) exit $?" | tee -a "$OUT/gpu_tests.log"
+tail -3 "$OUT/gpu_tests.log"
 
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 if [[ -n $sanitizer ]]; then
   stamp memcheck "$sanitizer"
-  NORMD_BINARY=$(command -v normd) timeout 150 "$sanitizer" --tool memcheck --target-processes all \
+  timeout 150 "$sanitizer" --tool memcheck --target-processes all \
     --error-exitcode 99 normd_shared_memory_gpu_test --gtest_brief=1 \
     --gtest_filter='*CudaRegions*:*Unregistering*' > "$OUT/memcheck.log" 2>&1
   echo "memcheck exit $?" | tee -a "$OUT/memcheck.log"; grep -E "ERROR SUMMARY|exit" "$OUT/memcheck.log"

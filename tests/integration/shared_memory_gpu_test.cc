@@ -6,6 +6,7 @@
 // these (and compute-sanitizer memcheck over normd while they run).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <atomic>
 #include <chrono>
@@ -54,6 +55,8 @@ class SharedMemoryGpuTest : public RegionSuiteTest<SharedMemoryGpuTest> {
     return {"--backend=cuda", "--shared-memory=system,cuda", "--listen-unix=" + SocketPath()};
   }
   static void SetUpTestSuite() {
+    // NormdProcess gives normd the backend NORMD_TEST_BACKEND names (cpu when unset).
+    setenv("NORMD_TEST_BACKEND", "cuda", /*overwrite=*/1);
     if (HaveDevice()) RegionSuiteTest::SetUpTestSuite();
   }
 
