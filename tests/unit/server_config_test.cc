@@ -166,5 +166,34 @@ TEST(ServerConfigTest, AutomaticBusyPollNeedsFourCpusPerWorker) {
   EXPECT_EQ(AutomaticBusyPoll(16, 0), absl::ZeroDuration());
 }
 
+TEST(ServerConfigTest, SharedMemoryIsOffByDefaultAndTakesItsKinds) {
+  absl::FlagSaver restore_flags;
+  absl::StatusOr<ServerConfig> off = Load({});
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->shared_memory_system || off->shared_memory_cuda);
+  EXPECT_TRUE(off->listen_unix.empty());
+  absl::FlagSaver restore_after_both;
+  absl::StatusOr<ServerConfig> both =
+      Load({"--shared-memory=system, cuda", "--max-regions-per-client=3",
+            "--max-shared-memory-bytes=4096", "--listen-unix=/tmp/n.sock"});
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_TRUE(both->shared_memory_system && both->shared_memory_cuda);
+  EXPECT_EQ(both->max_regions_per_client, 3);
+  EXPECT_EQ(both->max_shared_memory_bytes, 4096);
+  EXPECT_EQ(both->listen_unix, "/tmp/n.sock");
+  for (const auto& [flag, message] :
+       {std::pair<std::string, std::string>{"--shared-memory=system,gpu",
+                                            "'gpu' is not a region kind"},
+        {"--max-regions-per-client=0", "--max_regions_per_client = 0 must be positive"},
+        {"--max-shared-memory-bytes=-1", "--max_shared_memory_bytes = -1 must be positive"}}) {
+    SCOPED_TRACE(flag);
+    absl::FlagSaver restore_between_cases;  // flags keep what the last Load set
+    absl::StatusOr<ServerConfig> bad = Load({flag});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(bad.status().message().find(message), std::string::npos) << bad.status();
+  }
+}
+
 }  // namespace
 }  // namespace normd
