@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "base/mutex.h"
 #include "server/config/server_config.h"
+#include "server/config/usable_cpus.h"
 #include "server/core/large_buffer_pool.h"
 #include "server/observability/log.h"
 #include "server/observability/metrics.h"
@@ -251,7 +252,7 @@ int RunServer(int argc, char** argv) {
                                                           : "mtls";
   Log(LogLevel::kInfo, "normd ", kVersion, " listening on ", host, ":", port,
       " backend=", backend_name, " workers=", worker_count, " transport=", transport,
-      " malloc_arenas=", config->malloc_arenas);
+      " malloc_arenas=", config->malloc_arenas, " usable_cpus=", UsableCpuCount());
   if (absl::Status warm = WarmUpWorkers(scheduler.workers()); !warm.ok()) {
     Log(LogLevel::kError, "normd: ", warm.message());
     server->Shutdown();
