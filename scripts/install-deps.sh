@@ -31,3 +31,18 @@ if ((${#missing[@]})); then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+# buf (the API's lint and breaking-change check, tests/style/check_proto.sh) comes from npm.
+buf_version=1.75.0
+if [[ "$(buf --version 2>/dev/null)" != "$buf_version" ]]; then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "install-deps: buf $buf_version missing; run as root (or: sudo $0)" >&2
+    exit 1
+  fi
+  if ! command -v npm >/dev/null; then
+    # Only where npm is missing: a Node.js from elsewhere (NodeSource) already brings its own.
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm
+  fi
+  echo "install-deps: installing buf $buf_version from npm"
+  npm install --global --no-audit --no-fund "@bufbuild/buf@$buf_version"
+fi
