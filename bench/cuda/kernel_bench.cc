@@ -1,6 +1,6 @@
 // normd_kernel_bench: times the CUDA RMSNorm kernels (normd::cuda_kernels) on the device.
 //
-// Method (docs/BENCHMARKS.md, "CUDA kernels (H200)"): CUDA events; for rows > 128 every sample
+// Method (docs/PERFORMANCE.md, the CUDA kernels): CUDA events; for rows > 128 every sample
 // launches once over each of S buffer sets (S chosen so one sample touches >= 240 MB, 4x the H200's
 // 60 MB L2, so the data come from HBM) and the per-launch time is the sample over S; the figure is
 // the median of >= 100 samples after warm-up. For rows <= 128, 20 launches are captured in one CUDA

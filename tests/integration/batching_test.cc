@@ -109,8 +109,8 @@ TEST(BatchingTest, SixtyFourConcurrentClientsShareLaunchesAndGetTheirOwnAnswers)
 // --company-wait-us never delays a client alone: its launches carry one request each, so the worker
 // expects no company. (Gathering closed-loop clients is SchedulerTest.CompanyWaitGathers..., with a
 // controlled executor: on 2 cores normd rarely sees two small requests at once, so a test here
-// could not count on the first shared launch that makes the worker expect company; BENCHMARKS.md
-// has the figures from the H200.)
+// could not count on the first shared launch that makes the worker expect company;
+// docs/PERFORMANCE.md has the figures from the H200.)
 TEST(BatchingTest, CompanyWaitNeverDelaysALoneClient) {
   NormdProcess server;
   std::vector<std::string> args =

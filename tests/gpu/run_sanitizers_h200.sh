@@ -3,7 +3,7 @@
 #   gpu_tests.log      normd_gpu_tests, every test (real kernels on the H200)
 #   memcheck.log       compute-sanitizer --tool memcheck over the GPU suite (memcheck64.log: the 14 GiB test)
 #   racecheck.log      compute-sanitizer --tool racecheck over the kernel tests (shared-memory races)
-# Usage (repository root, after bundling the binaries into .gpu): tests/gpu/run_session_h200.sh
+# Usage (repository root, after bundling the binaries into .gpu): tests/gpu/run_sanitizers_h200.sh
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$root/.gpu/env.sh"
