@@ -11,7 +11,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/mutex.h"
-#include "server/executors/thread_pool.h"
 #include "tests/unit/fake_executor.h"
 
 namespace normd {
@@ -367,15 +366,6 @@ TEST(SchedulerTest, ShutdownAnswersEveryAcceptedRequestThenRefusesNewOnes) {
   EXPECT_EQ(tracker.ok.load(), 100);
   EXPECT_EQ(scheduler.Submit(Item(tracker)).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(scheduler.answered_ok(), 100);
-}
-
-TEST(ThreadPoolTest, ParallelForRunsEveryTaskOnce) {
-  ThreadPool pool(4);
-  for (int round = 0; round < 50; ++round) {
-    std::vector<std::atomic<int>> hits(97);
-    pool.ParallelFor(97, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
-    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
-  }
 }
 
 }  // namespace
