@@ -27,7 +27,7 @@ from normd.errors import InvalidArgument
 
 _NUMPY_TYPES = {np.float32: _wire.FLOAT32, np.float16: _wire.FLOAT16}
 _NUMPY_NAMES = {"float32": _wire.FLOAT32, "float16": _wire.FLOAT16, "bfloat16": _wire.BFLOAT16}
-_torch_types = None
+_TORCH_CODES = {}  # torch dtype -> code, filled on first use
 
 
 def torch_module():
@@ -40,12 +40,11 @@ def is_torch_tensor(value) -> bool:
     return torch is not None and isinstance(value, torch.Tensor)
 
 
-def _torch_dtypes(torch):
-    global _torch_types
-    if _torch_types is None:
-        _torch_types = {torch.float32: _wire.FLOAT32, torch.float16: _wire.FLOAT16,
-                        torch.bfloat16: _wire.BFLOAT16}
-    return _torch_types
+def _torch_codes():
+    torch = torch_module()
+    _TORCH_CODES.update({torch.float32: _wire.FLOAT32, torch.float16: _wire.FLOAT16,
+                         torch.bfloat16: _wire.BFLOAT16})
+    return _TORCH_CODES
 
 
 def _bytes_data_offset():
@@ -74,6 +73,7 @@ class HostTensor(NamedTuple):
     nbytes: int
     owner: Any = None  # a torch tensor's contiguous host copy or itself: keeps `data` alive
     device: Any = None  # a torch tensor's device when it is not the host
+    numpy_dtype: Any = None  # a numpy array's dtype (little-endian)
 
 
 def _unsupported(what: str, dtype) -> InvalidArgument:
@@ -87,25 +87,27 @@ def _from_numpy(array: np.ndarray, what: str) -> HostTensor:
     if code is None:
         raise _unsupported(what, dtype)
     if dtype.byteorder == ">":
-        array = array.astype(dtype.newbyteorder("<"))
+        dtype = dtype.newbyteorder("<")
+        array = array.astype(dtype)
     elif not array.flags.c_contiguous:
         array = np.ascontiguousarray(array)
-    return HostTensor(code, array.shape, array.reshape(-1).view(np.uint8), array.nbytes)
+    return HostTensor(code, array.shape, array.reshape(-1).view(np.uint8), array.nbytes, None,
+                      None, dtype)
 
 
 def _from_torch(tensor, what: str) -> HostTensor:
-    code = _torch_dtypes(torch_module()).get(tensor.dtype)
+    code = _TORCH_CODES.get(tensor.dtype) if _TORCH_CODES else _torch_codes().get(tensor.dtype)
     if code is None:
         raise _unsupported(what, tensor.dtype)
     device = None
-    if not tensor.is_contiguous():
-        tensor = tensor.contiguous()  # on a GPU this runs there, before the copy to the host
     if not tensor.is_cpu:
         device = tensor.device
-        tensor = tensor.detach().cpu()
-    shape = tuple(tensor.shape)
+        tensor = tensor.detach().contiguous().cpu()  # contiguous() runs on the GPU
+    elif not tensor.is_contiguous():
+        tensor = tensor.contiguous()
+    shape = tensor.shape  # a torch.Size: a tuple
     nbytes = math.prod(shape) * _wire.ITEMSIZE[code]
-    # Requires no .detach(): the address is read, not the autograd graph.
+    # No .detach() needed: the address is read, not the autograd graph.
     data = (ctypes.c_char * nbytes).from_address(tensor.data_ptr())
     return HostTensor(code, shape, data, nbytes, tensor, device)
 
@@ -142,30 +144,17 @@ def widen_to_float32(host: HostTensor) -> np.ndarray:
     return bits.view(np.float32).reshape(host.shape)
 
 
-class OutputKind:
-    """Makes results of the kind, dtype, shape and device of a call's input from the response."""
-
-    __slots__ = ("_numpy_dtype", "_like", "_device")
-
-    def __init__(self, value, host: HostTensor):
-        if host.owner is None:  # numpy
-            dtype = value.dtype
-            self._numpy_dtype = dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype
-        else:
-            self._numpy_dtype = None
-            self._like = host.owner  # contiguous, on the host, the input's dtype and shape
-            self._device = host.device
-
-    def make(self, buf: bytes, offset: int, host: HostTensor):
-        """The tensor whose bytes are buf[offset : offset + host.nbytes]."""
-        if self._numpy_dtype is not None:
-            source = np.frombuffer(buf, self._numpy_dtype, host.nbytes // self._numpy_dtype.itemsize,
-                                   offset)
-            return source.reshape(host.shape).copy()
-        out = torch_module().empty_like(self._like, requires_grad=False)
-        if _BYTES_DATA is not None and type(buf) is bytes:
-            ctypes.memmove(out.data_ptr(), id(buf) + _BYTES_DATA + offset, host.nbytes)
-        else:
-            target = (ctypes.c_char * host.nbytes).from_address(out.data_ptr())
-            np.frombuffer(target, np.uint8)[:] = np.frombuffer(buf, np.uint8, host.nbytes, offset)
-        return out if self._device is None else out.to(self._device)
+def make_output(buf: bytes, offset: int, host: HostTensor):
+    """A new array or tensor like the input `host` came from (kind, dtype, shape, device), holding
+    buf[offset : offset + host.nbytes]: the one copy of a result on its way back."""
+    dtype = host.numpy_dtype
+    if dtype is not None:
+        source = np.frombuffer(buf, dtype, host.nbytes // dtype.itemsize, offset)
+        return source.reshape(host.shape).copy()
+    out = torch_module().empty_like(host.owner)  # contiguous: the owner is
+    if _BYTES_DATA is not None and type(buf) is bytes:
+        ctypes.memmove(out.data_ptr(), id(buf) + _BYTES_DATA + offset, host.nbytes)
+    else:
+        target = (ctypes.c_char * host.nbytes).from_address(out.data_ptr())
+        np.frombuffer(target, np.uint8)[:] = np.frombuffer(buf, np.uint8, host.nbytes, offset)
+    return out if host.device is None else out.to(host.device)

@@ -19,7 +19,7 @@ import abc
 from typing import Dict, List, Optional, Type
 
 from normd import _wire
-from normd._tensors import HostTensor, OutputKind, to_host
+from normd._tensors import HostTensor, make_output, to_host
 from normd.errors import Internal
 
 
@@ -51,7 +51,7 @@ class Transport(abc.ABC):
 
 
 class _BytesAttached(Attached):
-    __slots__ = ("input", "input_field", "residual_field", "_kind", "_residual")
+    __slots__ = ("input", "input_field", "residual_field", "_residual")
 
     def __init__(self, x, residual):
         self.input = host = to_host(x, "input")
@@ -62,7 +62,6 @@ class _BytesAttached(Attached):
             self.residual_field = _wire.tensor_field(_wire.RESIDUAL, *r[:4])
         else:
             self.residual_field = []
-        self._kind = OutputKind(x, host)
 
     def outputs(self, response: bytes):
         host = self.input
@@ -70,18 +69,18 @@ class _BytesAttached(Attached):
         # starts with the request's own input prefix. Anything else takes the general parser.
         prefix = self.input_field[0]
         if response.startswith(prefix):
-            y = self._kind.make(response, len(prefix), host)
+            y = make_output(response, len(prefix), host)
             if not self._residual:
                 return y
             at = len(prefix) + host.nbytes
             prefix = _wire.tensor_prefix(_wire.RESIDUAL_OUT, host.dtype, host.shape, host.nbytes)
             if response.startswith(prefix, at):
-                return y, self._kind.make(response, at + len(prefix), host)
+                return y, make_output(response, at + len(prefix), host)
         decoded = _wire.read_normalize_response(response)
-        y = self._kind.make(response, self._offset_of(decoded.output), host)
+        y = make_output(response, self._offset_of(decoded.output), host)
         if not self._residual:
             return y
-        return y, self._kind.make(response, self._offset_of(decoded.residual_out), host)
+        return y, make_output(response, self._offset_of(decoded.residual_out), host)
 
     def _offset_of(self, span) -> int:
         host = self.input
@@ -124,6 +123,8 @@ class TransportChooser:
         self.name = name
         names = _AUTO_ORDER if name == "auto" else (name,)
         self._candidates = [_TRANSPORTS[n]() for n in names]
+        if len(self._candidates) == 1 and isinstance(self._candidates[0], BytesTransport):
+            self.attach = self._candidates[0].attach  # carries anything: no choice to make
 
     def attach(self, x, residual) -> Attached:
         for transport in self._candidates:
