@@ -110,10 +110,6 @@ class Client(_base.ClientBase):
 
         return rpc
 
-    async def _finish_unary(self, call):
-        response = await _drive(self._plan(call), self._rpc_until(self._deadline(None)))
-        return call.attached.outputs(response)
-
 
 class Stream:
     """Many requests in flight on one NormalizeStream; normd.Stream's behaviour, with awaits.
@@ -202,26 +198,25 @@ class Stream:
             if isinstance(error, (NotFound, Unavailable)):
                 self._retries.append(asyncio.ensure_future(self._retry(prepared, future)))
             else:
-                prepared.attached.release()
-                if not future.done():
-                    future.set_exception(error)
+                _settle(future, error, prepared)
 
     async def _retry(self, prepared, future) -> None:
         try:
-            result = await self._client._finish_unary(prepared)
-        except BaseException as e:  # noqa: BLE001 - the caller sees it through the future
-            if not future.done():
-                future.set_exception(e)
+            response = await _drive(self._client._plan(prepared),
+                                    self._client._rpc_until(self._client._deadline(None)))
+        except NormdError as e:
+            _settle(future, e, prepared)
         else:
-            if not future.done():
-                future.set_result(result)
-        finally:
-            prepared.attached.release()
+            _settle(future, lambda: prepared.attached.outputs(response), prepared)
 
 
-def _settle(future, compute, prepared) -> None:
+def _settle(future, outcome, prepared) -> None:
+    """Resolves `future` with outcome() or, when `outcome` is an exception, with that; then frees
+    what the call held."""
     try:
-        result = compute()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        result = outcome()
     except Exception as e:  # noqa: BLE001 - the caller sees it through the future
         if not future.done():
             future.set_exception(e)

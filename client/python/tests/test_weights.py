@@ -105,3 +105,28 @@ def test_inline_weights_without_the_cache(server):
             y = client.rms_norm(x, w)
     assert registrations(server) == before
     assert_close(y.astype(np.float64), expected(x, w), "float16")
+
+
+def test_asyncio_calls_and_streams_survive_an_eviction(small_registry):
+    import asyncio
+
+    rng = np.random.default_rng(6)
+    a = rng.uniform(0.5, 1.5, HIDDEN).astype(np.float32)
+    b = rng.uniform(0.5, 1.5, HIDDEN).astype(np.float32)
+    xs = [rng.standard_normal((1, HIDDEN)).astype(np.float32) for _ in range(6)]
+
+    async def main():
+        async with normd.aio.Client(small_registry.address) as client:
+            await client.rms_norm(xs[0], a)
+            await client.rms_norm(xs[0], b)  # evicts a
+            unary = await client.rms_norm(xs[0], a)  # NOT_FOUND, registered again
+            await client.rms_norm(xs[0], b)  # evicts a again
+            async with client.stream() as stream:
+                futures = [await stream.submit(x, a) for x in xs]
+                return unary, [await f for f in futures]
+
+    unary, streamed = asyncio.run(main())
+    assert_close(unary.astype(np.float64), expected(xs[0], a), "float32")
+    for x, y in zip(xs, streamed):
+        assert_close(y.astype(np.float64), expected(x, a), "float32")
+    assert by_id_not_found(small_registry) >= 3
