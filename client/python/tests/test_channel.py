@@ -19,6 +19,21 @@ def normalize_count(server) -> float:
     return server.metric("normd_requests_total", method="Normalize", code="OK")
 
 
+def info_count(server) -> float:
+    return server.metric("normd_requests_total", method="GetServerInfo", code="OK")
+
+
+def until_both_are_picked(client, servers) -> None:
+    """Calls until round_robin has used both servers: both connections are then ready, and calls
+    alternate from here on (a connection still being made is skipped, not waited for)."""
+    before = [info_count(s) for s in servers]
+    for _ in range(2000):
+        client.server_info()
+        if all(info_count(s) > b for s, b in zip(servers, before)):
+            return
+    pytest.fail("round_robin never picked both servers in 2000 calls")
+
+
 @pytest.fixture(scope="module")
 def two_servers():
     with NormdServer() as first, NormdServer() as second:
@@ -27,9 +42,10 @@ def two_servers():
 
 def test_round_robin_over_every_address(two_servers):
     first, second = two_servers
-    before = [normalize_count(s) for s in two_servers]
     target = f"ipv4:127.0.0.1:{first.port},127.0.0.1:{second.port}"
     with normd.Client(target, own_connection=True, cache_weights=False) as client:
+        until_both_are_picked(client, two_servers)
+        before = [normalize_count(s) for s in two_servers]
         for _ in range(40):
             client.rms_norm(X, W)
     counts = [normalize_count(s) - b for s, b in zip(two_servers, before)]
@@ -48,6 +64,7 @@ def test_registered_weight_across_replicas(two_servers):
     x = rng.standard_normal((3, 64)).astype(np.float32)
     expected = x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6) * w
     with normd.Client(target, own_connection=True) as client:
+        until_both_are_picked(client, two_servers)
         for _ in range(20):
             assert np.allclose(client.rms_norm(x, w), expected, rtol=1e-5, atol=1e-5)
     not_found = sum(s.metric("normd_requests_total", method="Normalize", code="NOT_FOUND")
