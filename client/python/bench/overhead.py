@@ -7,10 +7,10 @@ same prepared message to the same normd, over the same connection, at concurrenc
 The bare call is what a hand-written grpcio client pays at best: the generated NormalizeRequest,
 built once (input bytes, the registered weight's id, eps), sent through a stub with protobuf's
 serializer and parser. The client gets the numpy array or torch tensor each time and returns one;
-its weight is registered by its first call, so both send the same bytes (checked). The two run in
-pairs, alternately, so that a busy machine's moments hit both alike: the overhead is the median
-of the pairs' differences in a round, and the median over --rounds rounds is printed, with the
-quartiles of the rounds as the spread.
+its weight is registered by its first call, so both send the same bytes (checked). The two run
+interleaved (--method pairs: call by call; blocks: --calls at a time), so that a busy machine's
+moments hit both alike; the median over --rounds rounds of each round's overhead is printed, with
+the quartiles of the rounds as the spread.
 """
 
 import argparse
@@ -73,34 +73,53 @@ def variants(client, hidden: int, rows: int, rng):
     return out
 
 
-def measure(pairs, count: int, rounds: int):
-    """For each (name, bare call, client call): per round, `count` pairs of calls taken
-    alternately (which goes first alternates too), so that both see the same moment of a busy
-    machine; returns per round the median bare latency, median client latency and median of the
-    pairs' differences, in microseconds."""
+def measure(pairs, count: int, rounds: int, method: str):
+    """For each (name, bare call, client call), `rounds` rounds; returns per round the median bare
+    latency, the median client latency and the overhead, in microseconds.
+
+    pairs: `count` pairs of calls taken alternately (which goes first alternates too), so that
+    both see the same moments of a busy machine; the overhead is the median of the pairs'
+    differences. blocks: `count` bare calls, then `count` client calls (the order alternates by
+    round), each variant warm from its own previous call as in a loop of it alone; the overhead is
+    the difference of the two medians."""
     results = {name: [] for name, _, _ in pairs}
     for _, bare, ours in pairs:  # warm-up
         for _ in range(count // 4 + 1):
             bare()
             ours()
     clock = time.perf_counter_ns
-    for _ in range(rounds):
+
+    def block(call):
+        samples = []
+        for _ in range(count):
+            start = clock()
+            call()
+            samples.append(clock() - start)
+        return samples
+
+    for r in range(rounds):
         for name, bare, ours in pairs:
-            bare_ns, ours_ns = [], []
-            for i in range(count):
-                first, second = (bare, ours) if i % 2 == 0 else (ours, bare)
-                start = clock()
-                first()
-                middle = clock()
-                second()
-                end = clock()
-                a, b = middle - start, end - middle
-                bare_ns.append(a if i % 2 == 0 else b)
-                ours_ns.append(b if i % 2 == 0 else a)
-            differences = [o - b for o, b in zip(ours_ns, bare_ns)]
+            if method == "blocks":
+                if r % 2 == 0:
+                    bare_ns, ours_ns = block(bare), block(ours)
+                else:
+                    ours_ns, bare_ns = block(ours), block(bare)
+                overhead = statistics.median(ours_ns) - statistics.median(bare_ns)
+            else:
+                bare_ns, ours_ns = [], []
+                for i in range(count):
+                    first, second = (bare, ours) if i % 2 == 0 else (ours, bare)
+                    start = clock()
+                    first()
+                    middle = clock()
+                    second()
+                    end = clock()
+                    a, b = middle - start, end - middle
+                    bare_ns.append(a if i % 2 == 0 else b)
+                    ours_ns.append(b if i % 2 == 0 else a)
+                overhead = statistics.median(o - b for o, b in zip(ours_ns, bare_ns))
             results[name].append((statistics.median(bare_ns) / 1000,
-                                  statistics.median(ours_ns) / 1000,
-                                  statistics.median(differences) / 1000))
+                                  statistics.median(ours_ns) / 1000, overhead / 1000))
     return results
 
 
@@ -114,6 +133,8 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=1)
     parser.add_argument("--calls", type=int, default=300, help="calls per round")
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--method", choices=["pairs", "blocks"], default="pairs",
+                        help="how bare and client calls are interleaved (see measure())")
     args = parser.parse_args()
 
     server = None
@@ -129,7 +150,7 @@ def main() -> int:
     try:
         with normd.Client(target) as client:
             pairs = variants(client, args.hidden, args.rows, np.random.default_rng(0))
-            results = measure(pairs, args.calls, args.rounds)
+            results = measure(pairs, args.calls, args.rounds, args.method)
             info = client.server_info()
     finally:
         if server is not None:
@@ -137,7 +158,7 @@ def main() -> int:
     import grpc
 
     print(f"normd {info.version} backend={info.backend} at {target}; {args.rows}x{args.hidden}, "
-          f"concurrency 1, {args.rounds} rounds x {args.calls} call pairs; Python "
+          f"concurrency 1, {args.method}, {args.rounds} rounds x {args.calls} calls; Python "
           f"{sys.version.split()[0]}, grpcio {grpc.__version__}, numpy {np.__version__}; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'input':18} {'bare p50':>9} {'client p50':>11} {'overhead':>9} "
