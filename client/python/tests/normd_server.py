@@ -84,17 +84,12 @@ class NormdServer:
         with self._log_lock:
             return "".join(self._log)
 
-    def stop(self) -> int:
-        if self._process is None:
-            return 0
-        if self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(30)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        return self._process.returncode
+    def stop(self) -> None:
+        """Kills the process: these tests are about the client, and normd's own shutdown (drain,
+        exit code) is tests/integration's; a SIGTERM'd normd takes about 2 s to exit."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
 
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
