@@ -14,6 +14,10 @@ packages=(
   clang-format-14
   # the TLS tests make a throwaway CA and certificates at test time
   openssl
+  # the Python client (client/python) and its tests: pytest, a venv to install it into, and what
+  # it runs with (grpcio, numpy, torch; protobuf for its generated classes)
+  python3-pytest python3-venv python3-pip python3-setuptools python3-wheel python3-numpy
+  python3-grpcio python3-protobuf python3-torch
   # the deploy checks (tests/deploy): promtool and the server, yamllint, docker-compose config
   prometheus yamllint docker-compose python3-yaml
 )
