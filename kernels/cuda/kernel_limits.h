@@ -15,6 +15,20 @@ inline constexpr int kReloadTwoWithResidualMaxThreads = 512;
 inline constexpr int kLoopMaxThreads = 512;
 inline constexpr int kClusterMaxThreads = 512;
 
+// Resident threads per multiprocessor of the architecture being compiled: the builds' promised
+// blocks per multiprocessor (__launch_bounds__) are capped by it (1536 on sm_86, sm_87 and sm_89;
+// ptxas ignores a promise past it, and with it the register cap).
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
+inline constexpr int kArchThreadsPerSm = 1536;
+#else
+inline constexpr int kArchThreadsPerSm = 2048;
+#endif
+
+// The blocks of `max_threads` a build promises per multiprocessor: `wanted`, or as many as fit.
+constexpr int BlocksPerSm(int wanted, int max_threads) {
+  return wanted * max_threads <= kArchThreadsPerSm ? wanted : kArchThreadsPerSm / max_threads;
+}
+
 // CTAs per row of a cluster: up to 8 is portable; 16 needs the kernel's opt-in and a device that
 // places such clusters (the H100 and H200 do), else the launcher takes 8.
 inline constexpr int kPortableClusterCtas = 8;

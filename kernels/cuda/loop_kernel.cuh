@@ -30,7 +30,7 @@ __device__ __forceinline__ float ElementValue(const RmsNormSegment& s, int64_t i
 }
 
 template <typename T, bool kLean, bool kResidual, WeightKind kW>
-__global__ void __launch_bounds__(kLoopMaxThreads, kLean ? 4 : 2)
+__global__ void __launch_bounds__(kLoopMaxThreads, BlocksPerSm(kLean ? 4 : 2, kLoopMaxThreads))
     RmsNormLoopKernel(const __grid_constant__ KernelParams p) {
   constexpr int kV = kVecElems<T>;
   // Vectors per thread per step of each pass (with 4 x 8 for 16-bit rows ptxas spilled under the

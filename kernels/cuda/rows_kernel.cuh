@@ -56,8 +56,10 @@ struct RowsBuild {
 enum class RowsPath { kVectorSingle, kVectorContiguous, kVectorAny, kAnyPath };
 
 template <typename T, int kN, bool kResidual, WeightKind kW, bool kReload, RowsPath kPath>
-__global__ void __launch_bounds__(RowsBuild<T, kN, kResidual, kW, kReload>::kMaxThreads,
-                                  RowsBuild<T, kN, kResidual, kW, kReload>::kMinBlocks)
+__global__ void __launch_bounds__(
+    RowsBuild<T, kN, kResidual, kW, kReload>::kMaxThreads,
+    BlocksPerSm(RowsBuild<T, kN, kResidual, kW, kReload>::kMinBlocks,
+                RowsBuild<T, kN, kResidual, kW, kReload>::kMaxThreads))
     RmsNormRowsKernel(const __grid_constant__ KernelParams p) {
   using Build = RowsBuild<T, kN, kResidual, kW, kReload>;
   constexpr bool kSingle = kPath == RowsPath::kVectorSingle;
