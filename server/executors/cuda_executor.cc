@@ -50,7 +50,8 @@ absl::Duration EventGap(cudaEvent_t from, cudaEvent_t to) {
 
 // One kernel launch over a whole packed launch on `stream`. One request: its segment goes by value
 // (from the host copy of the table), so the kernel need not read a table first; several: the kernel
-// reads the table at `device_table`.
+// reads the table at `device_table`, and the host copy lets the launcher pick the kernel a single
+// tensor of the launch's shape gets (without it, it must run a build that checks every segment).
 cudaError_t LaunchWholeKernel(const Launch& launch, const void* host_table,
                               const void* device_table, cudaStream_t stream) {
   if (launch.items.size() == 1) {
@@ -63,7 +64,8 @@ cudaError_t LaunchWholeKernel(const Launch& launch, const void* host_table,
   device_launch.total_rows = launch.rows;
   device_launch.segments = static_cast<const RmsNormSegment*>(device_table);
   device_launch.num_segments = static_cast<int32_t>(launch.items.size());
-  return cuda::RmsNormBatched(device_launch, stream);
+  return cuda::RmsNormBatched(device_launch, static_cast<const RmsNormSegment*>(host_table),
+                              stream);
 }
 
 }  // namespace
