@@ -30,13 +30,20 @@ def _proc(pid):
             s = f.read()
         rest = s[s.rindex(")") + 2:].split()
         cpu, minflt = int(rest[11]) + int(rest[12]), int(rest[7])
-        invol = rss = 0
+        rss = 0
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("nonvoluntary_ctxt_switches:"):
-                    invol = int(line.split()[1])
-                elif line.startswith("VmRSS:"):
+                if line.startswith("VmRSS:"):
                     rss = int(line.split()[1])
+        invol = 0  # over every thread: the process's own status counts its main thread only
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{task}/status") as f:
+                    for line in f:
+                        if line.startswith("nonvoluntary_ctxt_switches:"):
+                            invol += int(line.split()[1])
+            except OSError:
+                pass  # a thread that ended meanwhile
         return cpu, minflt, invol, rss
     except (OSError, ValueError, IndexError):
         return None
