@@ -190,6 +190,56 @@ TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
   EXPECT_EQ(WaitForNoInflight(server), 0);
 }
 
+// A stream that writes and never reads keeps its unsent responses in normd: they stay charged
+// against --max-memory-bytes until written, so a request that no longer fits is refused at once,
+// naming the budget, and the charge comes back when the stream goes.
+TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
+  NormdProcess server;
+  // 64 MiB: requests and responses admitted up to 32 MiB; each 1 MiB request charges 2 MiB.
+  ASSERT_TRUE(server.Start({"--backend=cpu", "--max-memory-bytes=67108864"}).ok()) << server.log();
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  std::mt19937 rng(7);
+  const NormalizeRequest request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);  // 1 MiB
+  grpc::ClientContext context;
+  auto call = stub->NormalizeStream(&context);
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    for (int i = 0; i < 256 && call->Write(request); ++i) written.fetch_add(1);
+  });
+  // The silent stream fills the admitted share: a unary call of the same size is refused, saying
+  // why. (Polled: the stream's requests are admitted as normd reads them.)
+  grpc::Status refused;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    grpc::ClientContext unary;
+    unary.set_deadline(In(absl::Seconds(30)));
+    NormalizeResponse response;
+    refused = stub->Normalize(&unary, request, &response);
+    if (refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("--max-memory-bytes"), std::string::npos)
+      << refused.error_message();
+  context.TryCancel();
+  writer.join();
+  call->Finish();
+  EXPECT_EQ(WaitForNoInflight(server), 0);
+  // The stream is gone, and with it its charge: the same request is answered.
+  grpc::Status answered;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    grpc::ClientContext unary;
+    unary.set_deadline(In(absl::Seconds(30)));
+    NormalizeResponse response;
+    answered = stub->Normalize(&unary, request, &response);
+    if (answered.ok()) {
+      EXPECT_EQ(CompareWithReference(request, response), "");
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(answered.ok()) << answered.error_message();
+}
+
 // Runs only in a child copy of this binary (see ClientsThatVanishMidStreamAndMidBatch): streams and
 // unary calls from 8 threads as fast as it can, until its parent SIGKILLs it.
 // DISABLED_: not a test of its own, only the client process that
