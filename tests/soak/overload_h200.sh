@@ -31,7 +31,8 @@ ln -sf "$(command -v overload_client)" "$B/tests/soak/overload_client"
 ncpu=$(nproc)
 # normd on the first half of the CPUs, the clients on the rest.
 half=$((ncpu / 2))
-python3 tests/soak/overload_memory.py --build="$B" --backend=cuda --budget-mib="$BUDGET_MIB" \
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+python3 "$here/overload_memory.py" --build="$B" --backend=cuda --budget-mib="$BUDGET_MIB" \
   --pinned-mib="$PINNED_MIB" --count-from-idle --normd-arg=--max-pinned-bytes=$((PINNED_MIB << 20)) \
   --seconds=8 --scenarios=alone,a16,a64,b,c --small-clients=4 \
   --server-cpus="0-$((half - 1))" --client-cpus="$half-$((ncpu - 1))" --out="$OUT" "$@" \
