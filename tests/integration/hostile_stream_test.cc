@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -206,17 +207,23 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
   std::thread writer([&] {
     for (int i = 0; i < 256 && call->Write(request); ++i) written.fetch_add(1);
   });
+  // Calls Normalize until `done` holds for its status (or 200 tries); returns the last status.
+  NormalizeResponse response;
+  auto call_until = [&](const std::function<bool(const grpc::Status&)>& done) {
+    grpc::Status status;
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      grpc::ClientContext unary;
+      unary.set_deadline(In(absl::Seconds(30)));
+      status = stub->Normalize(&unary, request, &response);
+      if (done(status)) break;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return status;
+  };
   // The silent stream fills the admitted share: a unary call of the same size is refused, saying
   // why. (Polled: the stream's requests are admitted as normd reads them.)
-  grpc::Status refused;
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    grpc::ClientContext unary;
-    unary.set_deadline(In(absl::Seconds(30)));
-    NormalizeResponse response;
-    refused = stub->Normalize(&unary, request, &response);
-    if (refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) break;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
+  const grpc::Status refused = call_until(
+      [](const grpc::Status& s) { return s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED; });
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
   EXPECT_NE(refused.error_message().find("--max-memory-bytes"), std::string::npos)
       << refused.error_message();
@@ -225,19 +232,9 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
   call->Finish();
   EXPECT_EQ(WaitForNoInflight(server), 0);
   // The stream is gone, and with it its charge: the same request is answered.
-  grpc::Status answered;
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    grpc::ClientContext unary;
-    unary.set_deadline(In(absl::Seconds(30)));
-    NormalizeResponse response;
-    answered = stub->Normalize(&unary, request, &response);
-    if (answered.ok()) {
-      EXPECT_EQ(CompareWithReference(request, response), "");
-      break;
-    }
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  EXPECT_TRUE(answered.ok()) << answered.error_message();
+  const grpc::Status answered = call_until([](const grpc::Status& s) { return s.ok(); });
+  ASSERT_TRUE(answered.ok()) << answered.error_message();
+  EXPECT_EQ(CompareWithReference(request, response), "");
 }
 
 // Runs only in a child copy of this binary (see ClientsThatVanishMidStreamAndMidBatch): streams and
