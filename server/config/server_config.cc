@@ -51,6 +51,20 @@ ABSL_FLAG(int, max_concurrent_streams, 256,
           "ends (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)");
 ABSL_FLAG(int64_t, max_weight_bytes, int64_t{1} << 30,
           "Bytes of registered weights kept; least recently used ones are evicted past it");
+ABSL_FLAG(int64_t, max_memory_bytes, 0,
+          "Memory normd may hold for requests: received by gRPC, admitted (queued, computing, "
+          "responses unsent) and kept for reuse. Admits requests (message and response) up to half "
+          "of it and lowers --max-request-bytes, --max-queue-bytes and --response-pool-bytes to "
+          "fit (0 = no such budget; see docs/MEMORY-and-tails.md)");
+ABSL_FLAG(
+    bool, grpc_resource_quota, false,
+    "With --max-memory-bytes: also give gRPC a resource quota of half the budget, which bounds "
+    "what its transport reads across connections; gRPC 1.51 enforces it by cancelling streams "
+    "(accepted requests among them) and closing connections (docs/MEMORY-and-tails.md)");
+ABSL_FLAG(int64_t, max_pinned_bytes, 0,
+          "CUDA backend: pinned staging memory each GPU's workers may hold, apart from "
+          "--max-memory-bytes; lowers --max-request-bytes and --max-batch-bytes so that a launch "
+          "fits (0 = staging grows to twice the largest launch seen)");
 ABSL_FLAG(int, stream_max_inflight, 64,
           "Requests one NormalizeStream may have read ahead of their responses (flow control)");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
@@ -198,7 +212,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   // Automatic: the memory given to requests in flight (server_config.h says why). Under 32 MiB
   // requests on the H200, 256 MiB (8 buffers) sent 40% of takes to fresh mappings at c=64, and
   // 1 GiB 15-24% at c=64 and 62% at c=256 (docs/BENCHMARKS.md).
-  if (c.response_pool_bytes == -1)
+  c.response_pool_automatic = c.response_pool_bytes == -1;
+  if (c.response_pool_automatic)
     c.response_pool_bytes = AutomaticResponsePoolBytes(c.max_queue_bytes);
   if (c.response_pool_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -211,6 +226,11 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   // measurable and left the least memory behind an overload (docs/RELIABILITY.md).
   if (c.malloc_arenas == 0) c.malloc_arenas = std::max(1, UsableCpuCount() / 4);
   c.stream_max_inflight = absl::GetFlag(FLAGS_stream_max_inflight);
+  c.max_memory_bytes = absl::GetFlag(FLAGS_max_memory_bytes);
+  c.max_pinned_bytes = absl::GetFlag(FLAGS_max_pinned_bytes);
+  c.grpc_resource_quota = absl::GetFlag(FLAGS_grpc_resource_quota);
+  if (absl::Status s = CheckNonNegative("max_memory_bytes", c.max_memory_bytes); !s.ok()) return s;
+  if (absl::Status s = CheckNonNegative("max_pinned_bytes", c.max_pinned_bytes); !s.ok()) return s;
   c.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   for (const auto& [name, value] :
        {std::pair<absl::string_view, int64_t>{"workers_per_gpu", c.workers_per_gpu},

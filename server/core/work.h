@@ -80,6 +80,11 @@ struct WorkItem {
   // gRPC has sent the response (a client that reads slowly keeps its responses in normd's memory
   // till then).
   bool hold_bytes_until_released = false;
+  // The memory this request holds in normd while it is admitted: its message as received and its
+  // response (set by the service; 0 for normd's own warm-up). The scheduler charges it against the
+  // memory budget (--max-memory-bytes) alongside bytes() against --max-queue-bytes, and releases it
+  // when the bytes are (see hold_bytes_until_released).
+  int64_t memory_bytes = 0;
   // True once the client has gone away; checked before any compute is spent on the item.
   std::function<bool()> is_cancelled;
   // Answers the client. Called exactly once, from any thread.

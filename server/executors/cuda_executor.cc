@@ -76,6 +76,7 @@ CudaExecutor::CudaExecutor(int device, int worker_index, const CudaExecutorOptio
       worker_index_(worker_index),
       weight_cache_bytes_(options.weight_cache_bytes),
       zero_copy_max_bytes_(options.zero_copy_max_bytes),
+      max_staging_buffer_bytes_(options.max_staging_buffer_bytes),
       metrics_(metrics),
       copies_(options.copy_threads, options.copy_spin, options.parallel_copy_min_bytes) {}
 
@@ -169,7 +170,10 @@ absl::Status CudaExecutor::CudaFailure(const char* what, cudaError_t error) {
 
 absl::Status CudaExecutor::Grow(Buffer& buffer, int64_t bytes) {
   if (bytes <= buffer.capacity) return absl::OkStatus();
-  const int64_t capacity = std::max(bytes, 2 * buffer.capacity);
+  const int64_t doubled = max_staging_buffer_bytes_ > 0
+                              ? std::min(2 * buffer.capacity, max_staging_buffer_bytes_)
+                              : 2 * buffer.capacity;
+  const int64_t capacity = std::max(bytes, doubled);
   // The slot being grown is idle (its last launch finished), but the other slot may still be
   // running: cudaFree waits for the device, which is rare (only when a larger launch than ever
   // comes) and safe.

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -188,6 +189,52 @@ TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
   call->Finish();
   ExpectServedNormally("never-read stream", good.Stop());
   EXPECT_EQ(WaitForNoInflight(server), 0);
+}
+
+// A stream that writes and never reads keeps its unsent responses in normd: they stay charged
+// against --max-memory-bytes until written, so a request that no longer fits is refused at once,
+// naming the budget, and the charge comes back when the stream goes.
+TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
+  NormdProcess server;
+  // 64 MiB: requests and responses admitted up to 32 MiB; each 1 MiB request charges 2 MiB.
+  ASSERT_TRUE(server.Start({"--backend=cpu", "--max-memory-bytes=67108864"}).ok()) << server.log();
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  std::mt19937 rng(7);
+  const NormalizeRequest request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);  // 1 MiB
+  grpc::ClientContext context;
+  auto call = stub->NormalizeStream(&context);
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    for (int i = 0; i < 256 && call->Write(request); ++i) written.fetch_add(1);
+  });
+  // Calls Normalize until `done` holds for its status (or 200 tries); returns the last status.
+  NormalizeResponse response;
+  auto call_until = [&](const std::function<bool(const grpc::Status&)>& done) {
+    grpc::Status status;
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      grpc::ClientContext unary;
+      unary.set_deadline(In(absl::Seconds(30)));
+      status = stub->Normalize(&unary, request, &response);
+      if (done(status)) break;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return status;
+  };
+  // The silent stream fills the admitted share: a unary call of the same size is refused, saying
+  // why. (Polled: the stream's requests are admitted as normd reads them.)
+  const grpc::Status refused = call_until(
+      [](const grpc::Status& s) { return s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED; });
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("--max-memory-bytes"), std::string::npos)
+      << refused.error_message();
+  context.TryCancel();
+  writer.join();
+  call->Finish();
+  EXPECT_EQ(WaitForNoInflight(server), 0);
+  // The stream is gone, and with it its charge: the same request is answered.
+  const grpc::Status answered = call_until([](const grpc::Status& s) { return s.ok(); });
+  ASSERT_TRUE(answered.ok()) << answered.error_message();
+  EXPECT_EQ(CompareWithReference(request, response), "");
 }
 
 // Runs only in a child copy of this binary (see ClientsThatVanishMidStreamAndMidBatch): streams and

@@ -307,6 +307,37 @@ TEST(SchedulerTest, QueuedBytesAreBoundedAndFreedOnCompletion) {
   EXPECT_EQ(tracker.failed.load(), 0);
 }
 
+TEST(SchedulerTest, AdmittedMemoryIsBoundedAndHeldUntilReleased) {
+  auto executor = std::make_unique<FakeExecutor>();
+  FakeExecutor* fake = executor.get();
+  fake->hold_first_ = true;
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.push_back(std::make_unique<Worker>(std::move(executor), BatchLimits{}));
+  Scheduler scheduler(std::move(workers), /*max_queue_bytes=*/int64_t{1} << 30, nullptr, 0,
+                      /*max_admitted_memory_bytes=*/10 * 1024);
+  Tracker tracker;
+  auto charged = [&](bool hold) {
+    std::unique_ptr<WorkItem> item = Item(tracker);
+    item->memory_bytes = 4 * 1024;  // its message and its response
+    item->hold_bytes_until_released = hold;
+    return item;
+  };
+  ASSERT_TRUE(scheduler.Submit(charged(/*hold=*/true)).ok());
+  ASSERT_TRUE(scheduler.Submit(charged(/*hold=*/false)).ok());
+  EXPECT_EQ(scheduler.admitted_memory_bytes(), 8 * 1024);
+  const absl::Status refused = scheduler.Submit(charged(false));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("--max-memory-bytes"), std::string::npos) << refused;
+  fake->release_.Notify();
+  WaitFor([&] { return tracker.ok.load() == 2; });
+  // Answered: the released item's charge is gone, the held one's stays until its response is sent.
+  WaitFor([&] { return scheduler.admitted_memory_bytes() == 4 * 1024; });
+  scheduler.ReleaseHeldBytes(1024, 4 * 1024);
+  EXPECT_EQ(scheduler.admitted_memory_bytes(), 0);
+  EXPECT_EQ(scheduler.queued_bytes(), 0);
+  scheduler.Shutdown();
+}
+
 // `count` workers whose executors hold their first launch until released; `fakes` gets the
 // executors.
 std::vector<std::unique_ptr<Worker>> WorkersHoldingTheirFirstLaunch(
