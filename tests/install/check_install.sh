@@ -5,7 +5,8 @@
 set -euo pipefail
 build=${1:?} source=${2:?} cxx=${3:?}
 work=$(mktemp -d /tmp/normd_install_XXXXXX)
-trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+pid=""
+trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
 # The installed headers must not reach back into the source tree.
 if grep -rn '#include "server/' "$work/prefix/include/normd"; then
