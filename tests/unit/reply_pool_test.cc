@@ -29,7 +29,7 @@ using ::normd::testing::WaitUntil;
 
 // Holds each answer that enters it until `threads` answers are inside at once (or, should that
 // never happen, until kGenerousWait has passed: then `gave_up` says so); from then on lets every
-// answer through.
+// answer through at once.
 class Rendezvous {
  public:
   explicit Rendezvous(int threads) : threads_(threads) {}
@@ -53,7 +53,9 @@ class Rendezvous {
   }
 
  private:
-  bool Met() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return most_inside_ >= threads_; }
+  bool Met() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return most_inside_ >= threads_ || gave_up_;
+  }
 
   const int threads_;
   normd::Mutex mu_;

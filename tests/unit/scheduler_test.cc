@@ -198,7 +198,7 @@ TEST(SchedulerTest, CompanyWaitGathersAsManyRequestsAsTheLastLaunchCarried) {
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(held.Submit().ok());
   two_queued.Notify();
   ASSERT_TRUE(clock.WaitForWaiter(t0 + limits.company_wait, kGenerousWait))
-      << "two of four did not wait for company";
+      << "two of four did not wait for company, until company_wait after the first came";
   EXPECT_EQ(held.fake->started_.load(), 2) << "a launch of two went without waiting for company";
   // The other two complete the launch, which goes at once: the clock has not moved.
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(held.Submit().ok());
@@ -243,7 +243,7 @@ TEST(SchedulerTest, CompanyMemoryKeepsAShortLaunchFromLoweringTheExpectation) {
   // standing still, as soon as the third arrives.
   ASSERT_TRUE(held.Submit().ok());
   ASSERT_TRUE(clock.WaitForWaiter(t0 + limits.company_wait, kGenerousWait))
-      << "one of three did not wait for company";
+      << "one of three did not wait for company, until company_wait after it came";
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(held.Submit().ok());
   ASSERT_TRUE(WaitUntil([&] { return tracker.ok.load() == 9; }));
   for (int n = 7; n <= 9; ++n) {
