@@ -91,6 +91,31 @@ struct HeldFirstLaunch {
     ASSERT_TRUE(WaitUntil([&] { return tracker.ok.load() == 1 + queued; }));
   }
 
+  // A lone request waits for company until `company_wait` after it came (the worker waits for
+  // that deadline), and goes once the clock gets there: its queue wait is exactly that.
+  void LoneRequestWaitsOutCompanyWait(absl::Duration company_wait) {
+    const int answered = tracker.ok.load();
+    const absl::Time sent = clock.Now();
+    ASSERT_TRUE(Submit().ok());
+    ASSERT_TRUE(clock.WaitForWaiter(sent + company_wait, kGenerousWait))
+        << "a lone request did not wait for company until company_wait after it came";
+    clock.Advance(company_wait);
+    ASSERT_TRUE(WaitUntil([&] { return tracker.ok.load() == answered + 1; }));
+    EXPECT_EQ(tracker.report(answered + 1).batch_requests, 1);
+    EXPECT_EQ(tracker.report(answered + 1).queue_wait, company_wait);
+  }
+
+  // A lone request goes at once: answered while the clock stands still, with no wait begun.
+  void LoneRequestGoesAtOnce() {
+    const int answered = tracker.ok.load();
+    const int waits_before = clock.waits_begun();
+    ASSERT_TRUE(Submit().ok());
+    ASSERT_TRUE(WaitUntil([&] { return tracker.ok.load() == answered + 1; }))
+        << "a lone client waited for company";
+    EXPECT_EQ(tracker.report(answered + 1).queue_wait, absl::ZeroDuration());
+    EXPECT_EQ(clock.waits_begun(), waits_before) << "a lone client waited for company";
+  }
+
   static std::vector<std::unique_ptr<Worker>> OneWorker(const BatchLimits& limits, Clock& clock,
                                                         FakeExecutor** fake) {
     auto executor = std::make_unique<FakeExecutor>();
@@ -207,22 +232,10 @@ TEST(SchedulerTest, CompanyWaitGathersAsManyRequestsAsTheLastLaunchCarried) {
     EXPECT_EQ(tracker.report(n).batch_requests, 4) << n;
     EXPECT_EQ(tracker.report(n).queue_wait, absl::ZeroDuration()) << "answer " << n;
   }
-  // One comes back alone: it waits company_wait, no longer (the worker waits until then, and goes
-  // once the clock gets there), and then the worker expects one again.
-  ASSERT_TRUE(held.Submit().ok());
-  ASSERT_TRUE(clock.WaitForWaiter(t0 + limits.company_wait, kGenerousWait))
-      << "a lone request after a launch of four did not wait for company";
-  clock.Advance(limits.company_wait);
-  ASSERT_TRUE(WaitUntil([&] { return tracker.ok.load() == 10; }));
-  EXPECT_EQ(tracker.report(10).batch_requests, 1);
-  EXPECT_EQ(tracker.report(10).queue_wait, limits.company_wait);
-  // The next lone request goes at once, with the clock standing still.
-  const int waits_before = clock.waits_begun();
-  ASSERT_TRUE(held.Submit().ok());
-  ASSERT_TRUE(WaitUntil([&] { return tracker.ok.load() == 11; }))
-      << "a lone client waited for company";
-  EXPECT_EQ(tracker.report(11).queue_wait, absl::ZeroDuration());
-  EXPECT_EQ(clock.waits_begun(), waits_before) << "a lone client waited for company";
+  // One comes back alone: it waits company_wait, no longer, and then the worker expects one again:
+  // the next lone request goes at once.
+  held.LoneRequestWaitsOutCompanyWait(limits.company_wait);
+  held.LoneRequestGoesAtOnce();
   EXPECT_EQ(held.fake->launch_sizes(), (std::vector<int>{1, 4, 4, 1, 1}));
   held.scheduler.Shutdown();
 }
@@ -256,20 +269,9 @@ TEST(SchedulerTest, CompanyMemoryKeepsAShortLaunchFromLoweringTheExpectation) {
   // at once.
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE(absl::StrCat("round ", round));
-    const absl::Time sent = clock.Now();
-    ASSERT_TRUE(held.Submit().ok());
-    ASSERT_TRUE(clock.WaitForWaiter(sent + limits.company_wait, kGenerousWait))
-        << "a lone request did not wait for company while a launch of three was remembered";
-    clock.Advance(limits.company_wait);
-    ASSERT_TRUE(WaitUntil([&] { return tracker.ok.load() == 10 + round; }));
-    EXPECT_EQ(tracker.report(10 + round).queue_wait, limits.company_wait);
+    held.LoneRequestWaitsOutCompanyWait(limits.company_wait);
   }
-  const int waits_before = clock.waits_begun();
-  ASSERT_TRUE(held.Submit().ok());
-  ASSERT_TRUE(WaitUntil([&] { return tracker.ok.load() == 12; }))
-      << "a lone client waited for company";
-  EXPECT_EQ(tracker.report(12).queue_wait, absl::ZeroDuration());
-  EXPECT_EQ(clock.waits_begun(), waits_before) << "a lone client waited for company";
+  held.LoneRequestGoesAtOnce();
   EXPECT_EQ(held.fake->launch_sizes(), (std::vector<int>{1, 5, 3, 1, 1, 1}));
   held.scheduler.Shutdown();
 }
