@@ -402,9 +402,9 @@ TEST(SchedulerTest, AdmittedMemoryIsBoundedAndHeldUntilReleased) {
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(refused.message().find("--max-memory-bytes"), std::string::npos) << refused;
   fake->release_.Notify();
-  WaitFor([&] { return tracker.ok.load() == 2; });
+  ASSERT_TRUE(WaitUntil([&] { return tracker.ok.load() == 2; }));
   // Answered: the released item's charge is gone, the held one's stays until its response is sent.
-  WaitFor([&] { return scheduler.admitted_memory_bytes() == 4 * 1024; });
+  ASSERT_TRUE(WaitUntil([&] { return scheduler.admitted_memory_bytes() == 4 * 1024; }));
   scheduler.ReleaseHeldBytes(1024, 4 * 1024);
   EXPECT_EQ(scheduler.admitted_memory_bytes(), 0);
   EXPECT_EQ(scheduler.queued_bytes(), 0);
