@@ -12,10 +12,10 @@ ARG CUDA_VERSION=13.0.1
 FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu24.04 AS build
 ARG CUDA_ARCHITECTURES="90a;80;89"
 WORKDIR /src
-# The same packages a developer installs (scripts/install-deps.sh), in a layer of their own so that a
-# source change does not reinstall them.
+# The packages a developer builds with (scripts/install-deps.sh --build-only: not the test tools), in
+# a layer of their own so that a source change does not reinstall them.
 COPY scripts/install-deps.sh scripts/install-deps.sh
-RUN bash scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
+RUN bash scripts/install-deps.sh --build-only && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN cmake --preset release -DNORMD_CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES}" \
         -DNORMD_BUILD_TESTS=OFF -DNORMD_BUILD_BENCH=OFF \

@@ -4,9 +4,9 @@
 // Why: when the CPU has just written a pinned buffer with ordinary stores, the written lines sit
 // dirty in the writing core's caches, and every PCIe read of them by the GPU (a cudaMemcpyAsync
 // upload, or a zero-copy kernel reading mapped memory) is answered from there, at about half the
-// link's speed. On the H200 machine normd's upload of a 512 KiB request took ~40 µs with memcpy
-// packing and ~24 µs with streaming stores, and its pack stage got faster too (docs/BENCHMARKS.md,
-// "Packing with streaming stores"; bench/cuda/staging_bench.cc times the ways of packing).
+// link's speed. Streaming stores brought normd's upload of a 512 KiB request close to the link's
+// speed, and its pack stage got faster too (docs/PERFORMANCE.md, "Where a request's time goes on
+// the H200"; bench/cuda/staging_bench.cc times the ways of packing).
 // Streaming (non-temporal) stores write whole lines to memory without keeping them in the cache,
 // and without reading the destination first.
 //

@@ -12,7 +12,8 @@
 // and pass 2 reads element i before it writes element i, so output may equal input and residual_out
 // may equal residual.
 //
-// Why it is shaped the way it is (measured with bench/cpu, docs/BENCHMARKS.md "CPU kernels"):
+// Why it is shaped the way it is (measured with bench/cpu; docs/PERFORMANCE.md, "The CPU backend's
+// kernel against memory bandwidth"):
 //  - Pass 2 of a row runs in the same loop as pass 1 of the next row. A row-at-a-time kernel reads
 //    only in pass 1 and writes only in pass 2, and one core cannot keep enough misses in flight to
 //    overlap them; fused, every iteration reads the next row from DRAM while it writes this one.

@@ -4,6 +4,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <malloc.h>
 #include <prometheus/exposer.h>
 
@@ -19,7 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/mutex.h"
+#include "server/config/memory_budget.h"
 #include "server/config/server_config.h"
+#include "server/config/usable_cpus.h"
 #include "server/core/large_buffer_pool.h"
 #include "server/observability/log.h"
 #include "server/observability/metrics.h"
@@ -203,10 +206,15 @@ int RunServer(int argc, char** argv) {
     Log(LogLevel::kError, "normd: ", config.status().message());
     return 2;
   }
+  const std::string memory_budget = FitConfigToMemoryBudget(*config);
+  const std::string pinned_budget =
+      config->backend == "cpu" ? std::string() : FitConfigToPinnedBudget(*config);
   KeepLargeBuffersInTheAllocator(config->max_queue_bytes, config->malloc_arenas);
   LargeBufferPool::Shared().SetMaxIdleBytes(static_cast<size_t>(config->response_pool_bytes));
   TurnOffMutexDeadlockDetection();
   SetLogLevel(config->log_level);
+  if (!memory_budget.empty()) Log(LogLevel::kInfo, memory_budget);
+  if (!pinned_budget.empty()) Log(LogLevel::kInfo, pinned_budget);
   // Before anything else starts: a TLS misconfiguration must stop normd, never fall back to
   // plaintext.
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
@@ -255,8 +263,9 @@ int RunServer(int argc, char** argv) {
   for (const auto& d : backend->devices) {
     metrics.workers("warming", d.kind() == "cpu" ? "cpu" : d.name()).Set(0);
   }
+  const MemoryPlan memory_plan = PlanMemory(config->max_memory_bytes, config->grpc_resource_quota);
   Scheduler scheduler(std::move(backend->workers), config->max_queue_bytes, &metrics,
-                      config->fill_first_rows);
+                      config->fill_first_rows, memory_plan.admitted_bytes);
   NormalizerService service(scheduler, weights, options, &metrics);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -267,10 +276,10 @@ int RunServer(int argc, char** argv) {
   builder.SetMaxReceiveMessageSize(static_cast<int>(config->max_request_bytes));
   builder.SetMaxSendMessageSize(
       -1);  // a response is at most twice its request (output + residual_out)
-  // Bounds what gRPC holds before normd's admission sees it: at most this many calls per connection
-  // are open, each with at most one request being read. (A grpc::ResourceQuota was tried for the
-  // same purpose and dropped: under pressure gRPC 1.51 reclaims memory by closing connections,
-  // which failed 263 calls with UNAVAILABLE "Broken pipe" in LifecycleTest's overload test.)
+  // Bounds what gRPC holds before normd's admission sees it, per connection: at most this many
+  // calls are open, each with at most one request being read. Across connections only the resource
+  // quota below does, and only with --max-memory-bytes: unsized, its reclamation would fail calls
+  // (UNAVAILABLE "Broken pipe" in LifecycleTest's overload test when it was tried that way).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, config->max_concurrent_streams);
   if (config->max_connection_age > absl::ZeroDuration()) {
     builder.AddChannelArgument(
@@ -282,6 +291,16 @@ int RunServer(int argc, char** argv) {
     // (client/channel.h); gRPC's default (5 min between pings without data) would close such a
     // connection after three pings, ending the session and its regions.
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  }
+  // gRPC's own memory accounting (--grpc-resource-quota): what its transport reads for requests,
+  // and the requests' bytes normd keeps while they are admitted, count against this quota. Once it
+  // is spent gRPC 1.51 sends GOAWAY to connections and cancels streams with ENHANCE_YOUR_CALM,
+  // which bounds what it receives across connections but also fails requests normd had accepted
+  // (docs/MEMORY-and-tails.md has the measurements).
+  grpc::ResourceQuota quota("normd");
+  if (memory_plan.transport_bytes > 0) {
+    quota.Resize(static_cast<size_t>(memory_plan.transport_bytes));
+    builder.SetResourceQuota(quota);
   }
   builder.RegisterService(&service);
   // Before the server starts: a --listen-unix path that is in use must stop normd.
@@ -309,7 +328,8 @@ int RunServer(int argc, char** argv) {
                                                           : "mtls";
   Log(LogLevel::kInfo, "normd ", kVersion, " listening on ", host, ":", port,
       " backend=", backend_name, " workers=", worker_count, " transport=", transport,
-      " malloc_arenas=", config->malloc_arenas, " shared_memory=",
+      " malloc_arenas=", config->malloc_arenas, " usable_cpus=", UsableCpuCount(),
+      " shared_memory=",
       config->shared_memory_system && config->shared_memory_cuda ? "system,cuda"
       : config->shared_memory_system                             ? "system"
       : config->shared_memory_cuda                               ? "cuda"

@@ -6,7 +6,7 @@ Compiles compare_kernels.py's eager formulas (plain, and x + r followed by the n
 torch.compile(dynamic=False) for each shape given, runs each compiled function --calls times on
 one set of random inputs, and exits. Run it with TORCH_LOGS=output_code to get Inductor's Triton
 source (kernel configuration: rows per program, warps, eviction policies) on stderr, or under ncu
-to read the kernels' counters beside ours (bench/cuda/run_h200.sh, step "probe").
+to read the kernels' counters beside ours (ncu --kernel-name regex:triton).
 
     python3 bench/cuda/inductor_probe.py --shapes bf16:plain:1024x4096,bf16:fused:65536x4096
 """

@@ -1,494 +1,395 @@
-// normd_kernel_bench: times the CUDA RMSNorm kernels (normd::cuda_kernels) on the device.
+// normd_kernel_bench: the CUDA kernels' benchmark, in kernel time (CUDA graph replay: no host
+// dispatch in the figures). Three modes:
 //
-// Method (docs/BENCHMARKS.md, "CUDA kernels (H200)"): CUDA events; for rows > 128 every sample
-// launches once over each of S buffer sets (S chosen so one sample touches >= 240 MB, 4x the H200's
-// 60 MB L2, so the data come from HBM) and the per-launch time is the sample over S; the figure is
-// the median of >= 100 samples after warm-up. For rows <= 128, 20 launches are captured in one CUDA
-// graph on one (L2-resident) buffer set and replayed; the figure is the median replay over 20. Both
-// ways are timed with programmatic dependent launch (column us) and without (us_no_pdl). Bytes:
-// 2*rows*H*size + H*wsize plain, 4*rows*H*size + H*wsize fused add. A device-to-device copy (1 GiB,
-// bytes read + written) is timed in the same run.
+//   normd_kernel_bench sweep [--budget-s 240] [--table FILE] [--measurements FILE] [--tier 3]
+//       [--hidden-min H] [--rows-min ROWS] [--max-tensor-mib 1024] [--quick]
+//     Every candidate configuration at the points of the shape grid, beside a copy of the same
+//     bytes; writes the choice table for this GPU (kernel_sweep.h). The table in the tree came
+//     from `normd_kernel_bench sweep --table kernels/cuda/tables/sm_90.csv` on an H200.
 //
-//   normd_kernel_bench [--dtypes bf16,fp16,fp32] [--rows 1,8,...] [--hidden 1024,...]
-//                      [--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on]
-//                      [--stages 0,2,4] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8]
-//                      [--shared-weights on,off] [--reload auto,off,on] [--vectors 0,1,2,4]
-//                      [--threads 0,256,512] [--split 0,1,2,4,8] [--push auto,off,on]
-//                      [--warp-row auto,off,on] [--rows-per-block 0,1,2,4,8]
-// --staging times each shape once per listed choice of RmsNormOptions::staging, side by side (an
-// A/B of the staged and the register kernels in one run); --stages likewise for the staged
-// kernel's stage count (0 = as many as fit), --lean for RmsNormOptions::lean_two_pass (on: the lean
-// two-pass kernel forced), --cluster for RmsNormOptions::cluster_ctas (0 automatic, 1 never),
-// --shared-weights for RmsNormOptions::weights_through_shared, --reload for
-// RmsNormOptions::reload (on: the reload kernel forced, staging off), --vectors for
-// RmsNormOptions::vectors_per_thread, --threads for threads_per_row and --split for split_ctas
-// (0 automatic, 1 never), --push for RmsNormOptions::split_push (on: the push kernel forced, with
-// --split as its C and --threads as its G where given), --warp-row for RmsNormOptions::warp_row
-// (on: the warp-row kernel forced, staging off), --rows-per-block for rows_per_block; --two-pass
-// adds a run of the two-pass kernel. Every combination of the lists runs. The kernel column says
-// which kernel ran: GxN for the register kernel, "reload GxN" for the reload kernel, "warp-row
-// 32xN bB" for the warp-row kernel's B rows per block,
-// "staged GxN Rr Ss" for the staged one, "cluster CxG" for C CTAs of G threads per row, "split
-// CxGxN" for the split-row kernel's C CTAs of G threads of N vectors per row, "push CxGxN" for the
-// push kernel's (N vectors of the CTA's share; "per warp" where each warp pushes its sum).
+//   normd_kernel_bench batched [--dtypes bf16] [--hidden 1024,...] [--rows 1024,...]
+//       [--segments 16,64]
+//     The rows of one tensor normalized as one segment (RmsNorm) and as a segment table of S
+//     equal segments (RmsNormBatched, with the table's host copy and without it, weights
+//     alternating between two buffers), and 64 requests of 1-64 rows against one segment of
+//     their total; the ratios to the single segment's time.
+//
+//   normd_kernel_bench [latency]
+//     Rows 1 and 8 of bf16 H 4096 and 7168: 20 launches captured in one graph with programmatic
+//     dependent launch, L2-resident data; per launch, median of 200 replays.
+//
+//   normd_kernel_bench table --measurements A.csv[,B.csv] --table FILE [--band 0.019]
+//     The table written again from sweep measurements (kernel_sweep.h), without a GPU.
+//
+// batched and latency take --table-file FILE: that table instead of the one compiled in.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <sstream>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "bench/cuda/bench_util.h"
+#include "bench/cuda/device_timer.h"
+#include "bench/cuda/kernel_sweep.h"
+#include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/rmsnorm_cuda.h"
-#include "kernels/dtype.h"
-#include "kernels/rmsnorm.h"
 
+namespace normd::bench {
 namespace {
 
-using normd::bench::Median;
-
-using normd::DType;
-
-constexpr double kTouchBytes = 240e6;  // per timing sample: 4x the 60 MB L2
-constexpr int kSamples = 100;
-constexpr int kGraphLaunches = 20;
-constexpr size_t kMaxTensorBytes = size_t{4} << 30;  // issue 3: drop shapes over 4 GiB
-
-std::vector<int64_t> ParseInts(const std::string& s) {
-  std::vector<int64_t> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(std::stoll(item));
-  return out;
+bool ParseDType(const std::string& s, DType* d) {
+  if (s == "bf16")
+    *d = DType::kBFloat16;
+  else if (s == "fp16")
+    *d = DType::kFloat16;
+  else if (s == "fp32")
+    *d = DType::kFloat32;
+  else
+    return false;
+  return true;
 }
 
-using Options = normd::cuda::RmsNormOptions;
+std::vector<int64_t> Ints(const std::string& s) {
+  std::vector<int64_t> v;
+  for (const double d : ParseNumberList(s)) v.push_back(static_cast<int64_t>(d));
+  return v;
+}
 
-// Replaces `variants` with every one of them combined with every value of `values`, set by `set`
-// (the first list multiplied in varies slowest).
-template <typename V, typename Set>
-void Multiply(std::vector<Options>& variants, const std::vector<V>& values, Set set) {
-  std::vector<Options> combined;
-  for (const Options& o : variants) {
-    for (const V& v : values) {
-      Options c = o;
-      set(c, v);
-      combined.push_back(c);
-    }
+std::vector<std::string> Words(const std::string& s) {
+  std::vector<std::string> v;
+  size_t at = 0;
+  while (at <= s.size()) {
+    const size_t comma = s.find(',', at);
+    const std::string w = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (!w.empty()) v.push_back(w);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
   }
-  variants.swap(combined);
+  return v;
 }
 
-std::vector<std::string> ParseStrings(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(item);
-  return out;
-}
-
-DType ParseDType(const std::string& s) {
-  if (s == "fp32" || s == "float32") return DType::kFloat32;
-  if (s == "fp16" || s == "float16") return DType::kFloat16;
-  return DType::kBFloat16;
-}
-
-const char* ShortName(DType d) {
-  return d == DType::kFloat32 ? "fp32" : d == DType::kFloat16 ? "fp16" : "bf16";
-}
-
-// One device pool, filled once with random finite values of every dtype's range, carved per shape.
-struct Pool {
-  unsigned char* base = nullptr;
-  size_t bytes = 0;
+// Segment tables over the rows of one tensor (a rotation set each), on the device and the host.
+struct Tables {
+  std::vector<std::vector<RmsNormSegment>> host;  // per rotation set
+  RmsNormSegment* device = nullptr;
+  int segments = 0;
+  ~Tables() { cudaFree(device); }
 };
 
-Pool MakePool(size_t bytes) {
-  Pool pool;
-  pool.bytes = bytes;
-  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&pool.base), bytes));
-  // Random data valid in every dtype: each 32-bit word is an fp32 in [-2, 2) whose upper half is
-  // therefore a bf16 in that range, and whose lower half is an fp16 in [-1, 1). (Read as fp16, the
-  // upper half is some finite fp16 too: its exponent bits come from an fp32 exponent near 127.)
-  const size_t pattern_bytes = size_t{64} << 20;
-  std::vector<uint32_t> pattern(pattern_bytes / 4);
-  uint64_t state = 0x1234567;
-  for (auto& v : pattern) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    const float f = static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) * 0x1p-22f;
-    // fp32 view: f with its low 16 bits replaced by a finite half/bf16 value of magnitude < 2.
-    const uint32_t hi = normd::FloatBits(f) & 0xFFFF0000u;
-    const uint16_t lo =
-        normd::FloatToFloat16(static_cast<float>((state >> 20) & 0xFFF) / 2048.0f - 1.0f);
-    v = hi | lo;
-  }
-  unsigned char* d = pool.base;
-  CHECK_CUDA(cudaMemcpy(d, pattern.data(), std::min(pattern_bytes, bytes), cudaMemcpyHostToDevice));
-  size_t filled = std::min(pattern_bytes, bytes);
-  while (filled < bytes) {
-    const size_t n = std::min(filled, bytes - filled);
-    CHECK_CUDA(cudaMemcpy(d + filled, d, n, cudaMemcpyDeviceToDevice));
-    filled += n;
-  }
-  return pool;
-}
-
-double DeviceCopyTBs(const Pool& pool) {
-  const size_t bytes = size_t{1} << 30;
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  std::vector<double> t;
-  for (int i = 0; i < 25; ++i) {
-    CHECK_CUDA(cudaEventRecord(a));
-    CHECK_CUDA(cudaMemcpyAsync(pool.base + bytes, pool.base, bytes, cudaMemcpyDeviceToDevice));
-    CHECK_CUDA(cudaEventRecord(b));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    if (i >= 5) t.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return 2.0 * bytes / (Median(t) * 1e-3) / 1e12;
-}
-
-struct Result {
-  double us = 0;        // with programmatic dependent launch
-  double us_nopdl = 0;  // the same launches without it
-  int sets = 0;
-  bool ok = true;
-};
-
-// Times one shape. Returns us per launch (median).
-Result TimeShape(const Pool& pool, DType dtype, int64_t rows, int64_t hidden, bool fused,
-                 const normd::cuda::RmsNormOptions& base_options) {
-  Result res;
-  const size_t item = normd::ItemSize(dtype);
-  const size_t tensor = (static_cast<size_t>(rows * hidden) * item + 255) / 256 * 256;
-  const int tensors = fused ? 4 : 2;
-  const double touch = static_cast<double>(tensor) * tensors;
-  const bool graph = rows <= 128;
-  int sets = graph ? 1 : static_cast<int>(std::max(1.0, std::ceil(kTouchBytes / touch)));
-  const size_t weight_bytes = (static_cast<size_t>(hidden) * 4 + 255) / 256 * 256;
-  while (sets > 1 && static_cast<size_t>(sets) * tensors * tensor + weight_bytes > pool.bytes)
-    --sets;
-  if (static_cast<size_t>(sets) * tensors * tensor + weight_bytes > pool.bytes) {
-    res.ok = false;
-    return res;
-  }
-  res.sets = sets;
-  std::vector<normd::RmsNormSegment> segs(sets);
-  unsigned char* p = pool.base;
-  const void* weight = p;
-  p += weight_bytes;
-  for (int s = 0; s < sets; ++s) {
-    auto& g = segs[s];
-    g.input = p;
-    p += tensor;
-    g.output = p;
-    p += tensor;
-    if (fused) {
-      g.residual = p;
-      p += tensor;
-      g.residual_out = p;
-      p += tensor;
-    }
-    g.weight = weight;
-    g.weight_dtype = dtype;
-    g.rows = rows;
-    g.eps = 1e-6f;
-  }
-  cudaStream_t stream;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  auto time_region = [&](auto&& body, int samples, int warmup) {
-    std::vector<double> t;
-    for (int i = 0; i < warmup + samples; ++i) {
-      CHECK_CUDA(cudaEventRecord(a, stream));
-      body();
-      CHECK_CUDA(cudaEventRecord(b, stream));
-      CHECK_CUDA(cudaEventSynchronize(b));
-      float ms = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-      if (i >= warmup) t.push_back(ms * 1e3);
-    }
-    return Median(t);
-  };
-  // Each way is timed with programmatic dependent launch and without (the weight read before the
-  // wait with it: the launches never write it).
-  for (const bool pdl : {true, false}) {
-    normd::cuda::RmsNormOptions o = base_options;
-    o.programmatic_dependent_launch = pdl;
-    o.weight_before_dependency_wait = pdl;
-    auto launch = [&](const normd::RmsNormSegment& seg) {
-      const cudaError_t e = normd::cuda::RmsNorm(dtype, hidden, seg, stream, o);
-      if (e != cudaSuccess) {
-        std::fprintf(stderr, "launch: %s\n", cudaGetErrorString(e));
-        std::exit(1);
+// `counts` rows per segment, laid end to end over `whole` (one tensor), weights alternating
+// between `weight_a` and `weight_b`.
+void BuildTables(const std::vector<RmsNormSegment>& whole_per_set,
+                 const std::vector<int64_t>& counts, int64_t hidden, DType dtype,
+                 const void* weight_a, const void* weight_b, Tables* tables) {
+  const size_t item = ItemSize(dtype);
+  tables->segments = static_cast<int>(counts.size());
+  for (const RmsNormSegment& whole : whole_per_set) {
+    std::vector<RmsNormSegment> table;
+    int64_t first = 0;
+    for (size_t k = 0; k < counts.size(); ++k) {
+      const size_t at = static_cast<size_t>(first * hidden) * item;
+      RmsNormSegment s = whole;
+      s.input = static_cast<const unsigned char*>(whole.input) + at;
+      s.output = static_cast<unsigned char*>(whole.output) + at;
+      if (whole.residual != nullptr) {
+        s.residual = static_cast<const unsigned char*>(whole.residual) + at;
+        s.residual_out = static_cast<unsigned char*>(whole.residual_out) + at;
       }
-    };
-    double& us = pdl ? res.us : res.us_nopdl;
-    if (graph) {
-      cudaGraph_t g;
-      CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-      for (int i = 0; i < kGraphLaunches; ++i) launch(segs[0]);
-      CHECK_CUDA(cudaStreamEndCapture(stream, &g));
-      cudaGraphExec_t exec;
-      CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-      us =
-          time_region([&] { CHECK_CUDA(cudaGraphLaunch(exec, stream)); }, 200, 10) / kGraphLaunches;
-      cudaGraphExecDestroy(exec);
-      cudaGraphDestroy(g);
-    } else {
-      // Back-to-back launches over the rotated sets: with PDL each launch's blocks are scheduled
-      // while the previous launch drains, and wait for it before reading.
-      us = time_region(
-               [&] {
-                 for (int s = 0; s < sets; ++s) launch(segs[s]);
-               },
-               kSamples, 3) /
-           sets;
+      s.weight = k % 2 == 0 ? weight_a : weight_b;
+      s.first_row = first;
+      s.rows = counts[k];
+      first += counts[k];
+      table.push_back(s);
     }
+    tables->host.push_back(table);
   }
-  CHECK_CUDA(cudaGetLastError());
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  cudaStreamDestroy(stream);
-  return res;
+  const size_t per_set = counts.size() * sizeof(RmsNormSegment);
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&tables->device), per_set * whole_per_set.size()));
+  for (size_t i = 0; i < tables->host.size(); ++i) {
+    CHECK_CUDA(cudaMemcpy(reinterpret_cast<unsigned char*>(tables->device) + i * per_set,
+                          tables->host[i].data(), per_set, cudaMemcpyHostToDevice));
+  }
 }
 
-double Bytes(DType dtype, int64_t rows, int64_t hidden, bool fused) {
-  const double item = static_cast<double>(normd::ItemSize(dtype));
-  return (fused ? 4.0 : 2.0) * static_cast<double>(rows) * hidden * item + hidden * item;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::vector<std::string> dtypes = {"bf16", "fp16", "fp32"};
-  std::vector<int64_t> rows_list = {1, 8, 128, 1024, 4096, 16384, 65536};
-  std::vector<int64_t> hidden_list = {1024, 3000, 4096, 5120, 7168, 8192, 16384};
-  std::vector<std::string> modes = {"plain", "fused"};
-  bool csv = false;
-  bool sweep = false;
-  std::vector<std::string> stagings = {"auto"};
-  std::vector<int64_t> stage_counts = {0};
-  bool two_pass = false;
-  std::vector<std::string> leans = {"auto"};
-  std::vector<int64_t> clusters = {0};               // RmsNormOptions::cluster_ctas
-  std::vector<std::string> shared_weights = {"on"};  // RmsNormOptions::weights_through_shared
-  std::vector<std::string> reloads = {"auto"};       // RmsNormOptions::reload
-  std::vector<int64_t> vector_counts = {0};          // RmsNormOptions::vectors_per_thread
-  std::vector<int64_t> thread_counts = {0};          // RmsNormOptions::threads_per_row
-  std::vector<int64_t> split_counts = {0};           // RmsNormOptions::split_ctas
-  std::vector<std::string> pushes = {"auto"};        // RmsNormOptions::split_push
-  std::vector<std::string> warp_rows = {"auto"};     // RmsNormOptions::warp_row
-  std::vector<int64_t> rows_per_block_counts = {0};  // RmsNormOptions::rows_per_block
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (arg == "--dtypes")
-      dtypes = ParseStrings(next());
-    else if (arg == "--rows")
-      rows_list = ParseInts(next());
-    else if (arg == "--hidden")
-      hidden_list = ParseInts(next());
-    else if (arg == "--modes")
-      modes = ParseStrings(next());
-    else if (arg == "--csv")
-      csv = true;
-    else if (arg == "--sweep")
-      sweep = true;
-    else if (arg == "--staging")
-      stagings = ParseStrings(next());
-    else if (arg == "--stages")
-      stage_counts = ParseInts(next());
-    else if (arg == "--two-pass")
-      two_pass = true;
-    else if (arg == "--lean")
-      leans = ParseStrings(next());
-    else if (arg == "--cluster")
-      clusters = ParseInts(next());
-    else if (arg == "--shared-weights")
-      shared_weights = ParseStrings(next());
-    else if (arg == "--reload")
-      reloads = ParseStrings(next());
-    else if (arg == "--vectors")
-      vector_counts = ParseInts(next());
-    else if (arg == "--threads")
-      thread_counts = ParseInts(next());
-    else if (arg == "--split")
-      split_counts = ParseInts(next());
-    else if (arg == "--push")
-      pushes = ParseStrings(next());
-    else if (arg == "--warp-row")
-      warp_rows = ParseStrings(next());
-    else if (arg == "--rows-per-block")
-      rows_per_block_counts = ParseInts(next());
-    else {
-      std::fprintf(stderr,
-                   "usage: %s [--dtypes bf16,fp16,fp32] [--rows ...] [--hidden ...] "
-                   "[--modes plain,fused] [--csv] [--sweep] [--staging auto,off,on] "
-                   "[--stages 0,2,...] [--two-pass] [--lean auto,off,on] [--cluster 0,1,2,4,8] "
-                   "[--shared-weights on,off] [--reload auto,off,on] [--vectors 0,1,2,4] "
-                   "[--threads 0,256,512] [--split 0,1,2,4,8] [--push auto,off,on] "
-                   "[--warp-row auto,off,on] [--rows-per-block 0,1,2,4,8]\n",
-                   argv[0]);
+int Batched(int argc, char** argv) {
+  std::vector<DType> dtypes = {DType::kBFloat16};
+  std::vector<int64_t> hiddens = {1024, 2048, 4096, 7168, 8192, 16384};
+  std::vector<int64_t> row_counts = {1024, 2048, 8192, 32768, 131072};
+  std::vector<int64_t> segment_counts = {16, 64};
+  int64_t max_tensor_mib = 1024;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--dtypes") {
+      dtypes.clear();
+      for (const std::string& w : Words(value)) {
+        DType d;
+        if (!ParseDType(w, &d)) return 2;
+        dtypes.push_back(d);
+      }
+    } else if (flag == "--hidden") {
+      hiddens = Ints(value);
+    } else if (flag == "--rows") {
+      row_counts = Ints(value);
+    } else if (flag == "--segments") {
+      segment_counts = Ints(value);
+    } else if (flag == "--max-tensor-mib") {
+      max_tensor_mib = std::stoll(value);
+    } else if (flag == "--table-file") {
+      // taken by TakeTableFile
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
     }
   }
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::fprintf(stderr, "no CUDA device\n");
-    return 1;
-  }
-  cudaDeviceProp prop{};
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  size_t free_bytes = 0, total = 0;
-  CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total));
-  const size_t pool_bytes = std::min(free_bytes - (size_t{4} << 30), size_t{20} << 30);
-  const Pool pool = MakePool(pool_bytes);
-  const double copy_tbs = DeviceCopyTBs(pool);
-  std::printf(
-      "# device %s, %d SMs, L2 %d MB; device-to-device copy %.3f TB/s (1 GiB, read+write)\n",
-      prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, copy_tbs);
-  if (csv)
-    std::printf(
-        "dtype,mode,rows,hidden,us,tbs,pct_copy,us_no_pdl,threads_per_row,vectors_per_thread,"
-        "sets,kernel\n");
-  else
-    std::printf("%-5s %-6s %6s %6s %10s %7s %7s %10s %s\n", "dtype", "mode", "rows", "H", "us",
-                "TB/s", "%copy", "us_no_pdl", "kernel");
-  for (const std::string& dname : dtypes) {
-    const DType dtype = ParseDType(dname);
-    for (const std::string& mode : modes) {
-      const bool fused = mode == "fused";
-      for (const int64_t rows : rows_list) {
-        for (const int64_t hidden : hidden_list) {
-          if (static_cast<size_t>(rows * hidden) * normd::ItemSize(dtype) > kMaxTensorBytes)
-            continue;
-          std::vector<Options> variants = {Options{}};
-          using Staging = Options::Staging;
-          Multiply(variants, stagings, [](Options& o, const std::string& v) {
-            o.staging = v == "on" ? Staging::kOn : v == "off" ? Staging::kOff : Staging::kAuto;
-          });
-          Multiply(variants, stage_counts,
-                   [](Options& o, int64_t v) { o.staged_stages = static_cast<int>(v); });
-          using Lean = Options::LeanTwoPass;
-          Multiply(variants, leans, [](Options& o, const std::string& v) {
-            o.lean_two_pass = v == "on" ? Lean::kOn : v == "off" ? Lean::kOff : Lean::kAuto;
-          });
-          Multiply(variants, clusters,
-                   [](Options& o, int64_t v) { o.cluster_ctas = static_cast<int>(v); });
-          Multiply(variants, shared_weights,
-                   [](Options& o, const std::string& v) { o.weights_through_shared = v != "off"; });
-          using Reload = Options::Reload;
-          Multiply(variants, reloads, [](Options& o, const std::string& v) {
-            o.reload = v == "on" ? Reload::kOn : v == "off" ? Reload::kOff : Reload::kAuto;
-          });
-          Multiply(variants, vector_counts,
-                   [](Options& o, int64_t v) { o.vectors_per_thread = static_cast<int>(v); });
-          Multiply(variants, thread_counts,
-                   [](Options& o, int64_t v) { o.threads_per_row = static_cast<int>(v); });
-          Multiply(variants, split_counts,
-                   [](Options& o, int64_t v) { o.split_ctas = static_cast<int>(v); });
-          using Push = Options::SplitPush;
-          Multiply(variants, pushes, [](Options& o, const std::string& v) {
-            o.split_push = v == "on" ? Push::kOn : v == "off" ? Push::kOff : Push::kAuto;
-          });
-          using WarpRow = Options::WarpRow;
-          Multiply(variants, warp_rows, [](Options& o, const std::string& v) {
-            o.warp_row = v == "on" ? WarpRow::kOn : v == "off" ? WarpRow::kOff : WarpRow::kAuto;
-          });
-          Multiply(variants, rows_per_block_counts,
-                   [](Options& o, int64_t v) { o.rows_per_block = static_cast<int>(v); });
-          // Forcing the lean, the reload or the warp-row kernel: not the staged one either.
-          for (Options& o : variants) {
-            if (o.lean_two_pass == Lean::kOn || o.reload == Reload::kOn ||
-                o.warp_row == WarpRow::kOn) {
-              o.staging = Staging::kOff;
+  const size_t pool_bytes = static_cast<size_t>(max_tensor_mib) << 20;
+  DevicePool x(pool_bytes, 1), r(pool_bytes, 2), y(pool_bytes, 3), ro(pool_bytes, 4);
+  const DeviceWeights weights_a;
+  void* weight_b16 = nullptr;
+  void* weight_b32 = nullptr;  // the same values at other addresses: "mixed" weights
+  CHECK_CUDA(cudaMalloc(&weight_b16, 65536 * 2));
+  CHECK_CUDA(cudaMalloc(&weight_b32, 65536 * 4));
+  CHECK_CUDA(cudaMemcpy(weight_b16, weights_a.sixteen_bit, 65536 * 2, cudaMemcpyDeviceToDevice));
+  CHECK_CUDA(cudaMemcpy(weight_b32, weights_a.fp32, 65536 * 4, cudaMemcpyDeviceToDevice));
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::printf("%-5s %-5s %7s %6s %9s %-22s %9s %7s\n", "dtype", "mode", "rows", "H", "single_us",
+              "table", "table_us", "ratio");
+  std::mt19937_64 rng(64);
+  int64_t mismatches = 0;
+  for (const DType dtype : dtypes) {
+    for (const bool residual : {false, true}) {
+      for (const int64_t hidden : hiddens) {
+        for (const int64_t listed_rows : row_counts) {
+          // The last case of each H: 64 requests of 1-64 rows.
+          const int64_t tensor = listed_rows * hidden * static_cast<int64_t>(ItemSize(dtype));
+          if (tensor > static_cast<int64_t>(pool_bytes)) continue;
+          const int64_t stride = (tensor + 255) / 256 * 256;
+          const int sets = RotationSets(
+              tensor * (residual ? 4 : 2),
+              static_cast<int>(std::min<int64_t>(1024, static_cast<int64_t>(pool_bytes) / stride)));
+          const void* wa = weights_a.For(dtype);
+          const void* wb = dtype == DType::kFloat32 ? weight_b32 : weight_b16;
+          auto whole = [&](int64_t rows) {
+            std::vector<RmsNormSegment> per_set;
+            for (int s = 0; s < sets; ++s) {
+              RmsNormSegment seg;
+              seg.input = x.data() + s * stride;
+              seg.output = y.data() + s * stride;
+              if (residual) {
+                seg.residual = r.data() + s * stride;
+                seg.residual_out = ro.data() + s * stride;
+              }
+              seg.weight = wa;
+              seg.weight_dtype = dtype;
+              seg.rows = rows;
+              per_set.push_back(seg);
+            }
+            return per_set;
+          };
+          const int calls =
+              CallsFor(static_cast<double>(tensor * (residual ? 4 : 2)) / 3.5e6 + 2.0, sets);
+          auto time_single = [&](const std::vector<RmsNormSegment>& segs) {
+            return GraphTimeUs(
+                [&](int set, cudaStream_t s) {
+                  return cuda::RmsNorm(dtype, hidden, segs[set % sets], s);
+                },
+                calls, 5, stream);
+          };
+          auto time_table = [&](const Tables& t, bool host_copy, int64_t rows) {
+            return GraphTimeUs(
+                [&](int set, cudaStream_t s) {
+                  RmsNormLaunch launch;
+                  launch.dtype = dtype;
+                  launch.hidden = hidden;
+                  launch.total_rows = rows;
+                  launch.segments = t.device + static_cast<size_t>(set % sets) * t.segments;
+                  launch.num_segments = t.segments;
+                  return host_copy ? cuda::RmsNormBatched(launch, t.host[set % sets].data(), s)
+                                   : cuda::RmsNormBatched(launch, s);
+                },
+                calls, 5, stream);
+          };
+          auto report = [&](int64_t rows, const std::string& what, double single, double us) {
+            std::printf("%-5s %-5s %7lld %6lld %9.2f %-22s %9.2f %7.3f\n",
+                        dtype == DType::kFloat32   ? "fp32"
+                        : dtype == DType::kFloat16 ? "fp16"
+                                                   : "bf16",
+                        residual ? "fused" : "plain", static_cast<long long>(rows),
+                        static_cast<long long>(hidden), single, what.c_str(), us, us / single);
+          };
+          const std::vector<RmsNormSegment> one = whole(listed_rows);
+          const double single = time_single(one);
+          for (const int64_t segments : segment_counts) {
+            std::vector<int64_t> counts(static_cast<size_t>(segments), listed_rows / segments);
+            counts.back() += listed_rows % segments;
+            Tables tables;
+            BuildTables(one, counts, hidden, dtype, wa, wb, &tables);
+            for (const bool host_copy : {true, false}) {
+              const double us = time_table(tables, host_copy, listed_rows);
+              mismatches += CheckRowsOnDevice(dtype, hidden, one[0], "batched");
+              report(listed_rows,
+                     std::to_string(segments) + " segments" + (host_copy ? "" : ", no host copy"),
+                     single, us);
             }
           }
-          if (two_pass) {
-            normd::cuda::RmsNormOptions o;
-            o.two_pass = true;
-            o.staging = normd::cuda::RmsNormOptions::Staging::kOff;
-            o.lean_two_pass = normd::cuda::RmsNormOptions::LeanTwoPass::kOff;
-            variants.push_back(o);
-          }
-          if (sweep) {
-            for (const int n : {1, 2, 4, 8}) {
-              normd::cuda::RmsNormOptions o;
-              o.vectors_per_thread = n;
-              if (normd::cuda::ChooseKernelShape(dtype, hidden, rows, fused, o).threads_per_row !=
-                  0)
-                variants.push_back(o);
-            }
-          }
-          for (const auto& o : variants) {
-            const normd::cuda::KernelShape shape =
-                normd::cuda::ChooseKernelShape(dtype, hidden, rows, fused, o);
-            if (shape.threads_per_row == 0) continue;  // an override that cannot hold the row
-            // The bench's buffers are 256-byte aligned, so a staged shape means the staged kernel.
-            const normd::cuda::StagedShape staged =
-                normd::cuda::ChooseStagedShape(dtype, hidden, rows, fused, o);
-            const Result r = TimeShape(pool, dtype, rows, hidden, fused, o);
-            if (!r.ok) continue;
-            const double tbs = Bytes(dtype, rows, hidden, fused) / (r.us * 1e-6) / 1e12;
-            const std::string tag = (sweep && o.vectors_per_thread != 0) ? "*" : "";
-            char kernel[64];
-            if (shape.split_push) {
-              std::snprintf(kernel, sizeof kernel, "push %dx%dx%d%s", shape.split_ctas,
-                            shape.threads_per_block, shape.vectors_per_thread,
-                            shape.push_per_warp ? " per warp" : "");
-            } else if (staged.rows_per_tile != 0) {
-              std::snprintf(kernel, sizeof kernel, "staged %dx%d R%d S%d", staged.threads_per_row,
-                            staged.vectors_per_thread, staged.rows_per_tile, staged.stages);
-            } else if (shape.split_ctas > 1) {
-              std::snprintf(kernel, sizeof kernel, "split %dx%dx%d", shape.split_ctas,
-                            shape.threads_per_block, shape.vectors_per_thread);
-            } else if (shape.cluster_ctas > 1) {
-              std::snprintf(kernel, sizeof kernel, "cluster %dx%d", shape.cluster_ctas,
-                            shape.threads_per_block);
-            } else if (shape.two_pass) {
-              std::snprintf(kernel, sizeof kernel, "%s %d",
-                            shape.lean ? "lean two-pass" : "two-pass", shape.threads_per_row);
-            } else if (shape.warp_row) {
-              std::snprintf(kernel, sizeof kernel, "warp-row 32x%d b%d", shape.vectors_per_thread,
-                            shape.rows_per_block);
-            } else if (shape.reload) {
-              std::snprintf(kernel, sizeof kernel, "reload %dx%d", shape.threads_per_row,
-                            shape.vectors_per_thread);
-            } else {
-              std::snprintf(kernel, sizeof kernel, "%dx%d%s%s", shape.threads_per_row,
-                            shape.vectors_per_thread, tag.c_str(),
-                            o.weights_through_shared ? "" : " no-shared-w");
-            }
-            if (csv) {
-              std::printf("%s,%s%s,%lld,%lld,%.3f,%.3f,%.1f,%.3f,%d,%d,%d,%s\n", ShortName(dtype),
-                          mode.c_str(), tag.c_str(), static_cast<long long>(rows),
-                          static_cast<long long>(hidden), r.us, tbs, 100.0 * tbs / copy_tbs,
-                          r.us_nopdl, shape.threads_per_row, shape.vectors_per_thread, r.sets,
-                          kernel);
-            } else {
-              std::printf("%-5s %-6s %6lld %6lld %10.3f %7.3f %6.1f%% %10.3f %s\n",
-                          ShortName(dtype), mode.c_str(), static_cast<long long>(rows),
-                          static_cast<long long>(hidden), r.us, tbs, 100.0 * tbs / copy_tbs,
-                          r.us_nopdl, kernel);
-            }
-            std::fflush(stdout);
+          if (listed_rows == row_counts.back()) {
+            std::vector<int64_t> counts(64);
+            int64_t total = 0;
+            for (int64_t& c : counts) total += (c = 1 + static_cast<int64_t>(rng() % 64));
+            const std::vector<RmsNormSegment> same = whole(total);
+            Tables tables;
+            BuildTables(same, counts, hidden, dtype, wa, wb, &tables);
+            const double lone = time_single(same);
+            report(total, "64 requests 1-64 rows", lone, time_table(tables, true, total));
           }
         }
       }
     }
   }
-  CHECK_CUDA(cudaFree(pool.base));
+  cudaFree(weight_b16);
+  cudaFree(weight_b32);
+  cudaStreamDestroy(stream);
+  std::printf("# %lld mismatches against the reference\n", static_cast<long long>(mismatches));
+  return mismatches == 0 ? 0 : 1;
+}
+
+int Latency() {
+  DevicePool x(64 << 20, 1), r(64 << 20, 2);
+  const DeviceWeights weights;
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cuda::RmsNormOptions options;
+  options.programmatic_dependent_launch = true;
+  options.weight_before_dependency_wait = true;
+  std::printf("%-5s %-5s %5s %6s %10s\n", "dtype", "mode", "rows", "H", "launch_us");
+  for (const bool residual : {false, true}) {
+    for (const int64_t hidden : {4096, 7168}) {
+      for (const int64_t rows : {1, 8}) {
+        RmsNormSegment seg;  // in place, chained: each launch reads what the last wrote
+        seg.input = x.data();
+        seg.output = x.data();
+        if (residual) {
+          seg.residual = r.data();
+          seg.residual_out = r.data();
+        }
+        seg.weight = weights.For(DType::kBFloat16);
+        seg.weight_dtype = DType::kBFloat16;
+        seg.rows = rows;
+        const double us = GraphTimeUs(
+            [&](int, cudaStream_t s) {
+              return cuda::RmsNorm(DType::kBFloat16, hidden, seg, s, options);
+            },
+            20, 200, stream);
+        std::printf("%-5s %-5s %5lld %6lld %10.3f\n", "bf16", residual ? "fused" : "plain",
+                    static_cast<long long>(rows), static_cast<long long>(hidden), us);
+      }
+    }
+  }
+  cudaStreamDestroy(stream);
   return 0;
+}
+
+int Sweep(int argc, char** argv) {
+  SweepOptions options;
+  options.command = "normd_kernel_bench";
+  for (int i = 1; i < argc; ++i) options.command += std::string(" ") + argv[i];
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--quick") {
+      options.quick = true;
+      continue;
+    }
+    if (i + 1 >= argc) return 2;
+    const std::string value = argv[++i];
+    if (flag == "--budget-s") {
+      options.budget_s = std::stod(value);
+    } else if (flag == "--table") {
+      options.table_csv = value;
+    } else if (flag == "--measurements") {
+      options.measurements_csv = value;
+    } else if (flag == "--tier") {
+      options.max_tier = std::stoi(value);
+    } else if (flag == "--max-tensor-mib") {
+      options.max_tensor_mib = std::stoll(value);
+    } else if (flag == "--hidden-min") {
+      options.hidden_min = std::stoll(value);
+    } else if (flag == "--rows-min") {
+      options.rows_min = std::stoll(value);
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  return RunSweep(options);
+}
+
+int Table(int argc, char** argv) {
+  TableOptions options;
+  options.command = "normd_kernel_bench";
+  for (int i = 1; i < argc; ++i) options.command += std::string(" ") + argv[i];
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--measurements") {
+      options.measurements_csv = Words(value);
+    } else if (flag == "--table") {
+      options.table_csv = value;
+    } else if (flag == "--band") {
+      options.band = std::stod(value);
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  if (options.measurements_csv.empty() || options.table_csv.empty()) return 2;
+  return BuildTable(options);
+}
+
+// --table-file FILE (batched, latency): the choice table FILE for this GPU instead of the one
+// compiled in (a table just swept, before it is built into the library).
+bool TakeTableFile(int argc, char** argv) {
+  for (int i = 2; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) != "--table-file") continue;
+    FILE* f = std::fopen(argv[i + 1], "r");
+    if (f == nullptr) {
+      std::perror(argv[i + 1]);
+      return false;
+    }
+    std::string text;
+    char buffer[4096];
+    size_t n = 0;
+    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
+    std::fclose(f);
+    std::string error;
+    int device = 0, major = 0, minor = 0;
+    CHECK_CUDA(cudaGetDevice(&device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    if (!cuda::internal::OverrideTableForBenchmarks(major * 10 + minor, text, &error)) {
+      std::fprintf(stderr, "%s: %s\n", argv[i + 1], error.c_str());
+      return false;
+    }
+    std::printf("# choice table from %s\n", argv[i + 1]);
+  }
+  return true;
+}
+
+}  // namespace
+}  // namespace normd::bench
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "sweep") return normd::bench::Sweep(argc, argv);
+  if (mode == "table") return normd::bench::Table(argc, argv);
+  if ((mode == "batched" || mode == "latency") && !normd::bench::TakeTableFile(argc, argv))
+    return 1;
+  if (mode == "batched") return normd::bench::Batched(argc, argv);
+  if (mode == "latency" || mode.empty()) return normd::bench::Latency();
+  std::fprintf(
+      stderr,
+      "usage: normd_kernel_bench sweep|table|batched|latency [flags] (see the source's first "
+      "comment)\n");
+  return 2;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns normbench CSVs into a latency-vs-throughput PNG for docs/BENCHMARKS.md.
+"""Turns normbench CSVs into a latency-vs-throughput PNG (docs/PERFORMANCE.md's grids).
 
 One line per (CSV file, server): x = throughput (requests/s), y = p50 and p99 latency (µs, log scale),
 one marker per load point, labelled with its concurrency. Needs Debian's python3-matplotlib.

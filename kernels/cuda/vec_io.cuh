@@ -65,22 +65,6 @@ __device__ __forceinline__ uint4 LoadVecLastUse(const void* base, int64_t vec_in
   return v;
 }
 
-// An asynchronous 16-byte copy from global to shared memory (PTX cp.async, sm_80+, through L2
-// only): no registers are held while it is in flight. CopyAsyncWaitAll waits for this thread's
-// copies; a barrier must follow before other threads read them.
-__device__ __forceinline__ void CopyAsync16ToShared(void* shared_dst, const void* global_src) {
-  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(shared_dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(global_src) : "memory");
-}
-
-__device__ __forceinline__ void CopyAsyncCommit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-__device__ __forceinline__ void CopyAsyncWaitAll() {
-  asm volatile("cp.async.wait_all;" ::: "memory");
-}
-
 __device__ __forceinline__ void StoreVec(void* base, int64_t vec_index, const uint4& v) {
   reinterpret_cast<uint4*>(base)[vec_index] = v;
 }

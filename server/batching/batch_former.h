@@ -54,11 +54,9 @@ struct BatchLimits {
   int64_t company_min_requests = 2;
   // ... and never for more than this many requests (normd's --company-max-requests, 20 by default).
   // Past a point a larger launch saves little (the launch's fixed host and driver costs are already
-  // shared) while every request in it waits longer. On the H200, 1-row requests over one connection
-  // kept the same throughput with 16, 20 and 24; over eight connections, where waiting is not free,
-  // larger caps cost throughput (docs/BENCHMARKS.md, "Company memory"). With 16 a launch carried
-  // 15.6-15.9 requests on average at c=64 with a residual (launches cut short by the wait pull the
-  // average under the cap), with 20 17.7-19.3.
+  // shared) while every request in it waits longer; over several connections, where waiting is not
+  // free, larger caps cost throughput (docs/PERFORMANCE.md, "The measurements behind the automatic
+  // values").
   int64_t company_max_requests = int64_t{1} << 30;
   // How many of its last launches a worker remembers when it decides how many requests to expect
   // (normd's --company-memory, 8 by default; 1: the last launch alone). See CompanyMemory.

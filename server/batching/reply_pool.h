@@ -1,13 +1,11 @@
 // A finished launch's answers spread over a few threads, so that the worker goes back to launching.
 //
-// Why: answering one request (building its response, finishing the call, gRPC writing it to the
-// socket) took 22-29 µs of the CUDA worker's thread on the H200 machine for a 1 x 4096 bf16 request
-// (docs/BENCHMARKS.md, "Host-side stages of the CUDA worker"): as long as the device's whole round
-// trip. A worker answering a launch's 16-28 requests one after another capped normd at 25-28k
-// requests/s there when normbench spread 64 clients over eight connections (the echo: 49-68k); with
-// four threads answering, 36-40k (docs/BENCHMARKS.md, "Answers on reply threads"). Over a single
-// connection, which gRPC's transport caps at ~22-28k requests/s for normd and the echo alike, it
-// changes nothing measurable.
+// Why: answering one small request (building its response, finishing the call, gRPC writing it to
+// the socket) costs the worker's thread about as long as the device's whole round trip, so a worker
+// answering a launch's dozen or more requests one after another caps normd's request rate when
+// clients come over several connections. A few threads answering lift that cap; over a single
+// connection gRPC's transport caps normd and the echo alike, and it changes nothing
+// (docs/PERFORMANCE.md, "The measurements behind the automatic values").
 //
 // How the worker uses it (server/batching/worker.cc): it answers a launch's first request itself,
 // so that no thread wake-up stands between the device and that client, and posts the others here;

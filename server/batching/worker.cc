@@ -5,7 +5,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/time/clock.h"
 #include "base/cpu_relax.h"
 #include "base/thread_name.h"
 #include "server/observability/log.h"
@@ -36,10 +35,11 @@ bool QueueHoldsBytes(const WorkQueue& queue, int64_t bytes) {
 }  // namespace
 
 Worker::Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits, ServerMetrics* metrics,
-               int reply_threads)
+               int reply_threads, Clock& clock)
     : executor_(std::move(executor)),
       limits_(limits),
       metrics_(metrics),
+      clock_(clock),
       company_(limits.company_memory),
       replies_(reply_threads),
       thread_([this] { Loop(); }) {}
@@ -88,7 +88,7 @@ void Worker::RunOnCallerThread(std::unique_ptr<WorkItem> item) {
   load_rows_.fetch_add(item->rows(), std::memory_order_relaxed);
   WorkQueue one;
   one.push_back(std::move(item));
-  InFlight run{TakeLaunch(one, limits_), absl::Now(), {}};
+  InFlight run{TakeLaunch(one, limits_), clock_.Now(), {}};
   absl::Status status = executor_->Start(run.launch, run.stages);
   // A two-phase executor (CUDA) is finished right here: nothing else is in flight on it.
   if (status.ok() && executor_->max_in_flight() > 1)
@@ -110,6 +110,11 @@ void Worker::Stop() {
   replies_.Drain();  // answers the worker posted last may still be on their way
 }
 
+bool Worker::idle() {
+  normd::MutexLock lock(&mu_);
+  return thread_idle_ || polling_;
+}
+
 void Worker::SetPolling(bool polling) {
   normd::MutexLock lock(&mu_);
   polling_ = polling;
@@ -120,7 +125,7 @@ void Worker::PollForWork(int64_t seen, absl::Time until) {
   // read about as much): a request is seen within a pause of its arrival, not within 64 (~2.6 µs).
   for (int round = 1; queue_events_.load(std::memory_order_acquire) == seen; ++round) {
     CpuRelax();
-    if (round % 64 == 0 && absl::Now() >= until) return;
+    if (round % 64 == 0 && clock_.Now() >= until) return;
   }
 }
 
@@ -139,7 +144,7 @@ void Worker::Loop() {
     if (in_flight.empty() && poll_from >= 0) AnswerWhileIdle(poll_from);
     if (in_flight.empty() && poll_from >= 0 && limits_.busy_poll > absl::ZeroDuration()) {
       SetPolling(true);
-      PollForWork(poll_from, absl::Now() + limits_.busy_poll);
+      PollForWork(poll_from, clock_.Now() + limits_.busy_poll);
       SetPolling(false);
     }
     Launch launch;
@@ -168,7 +173,7 @@ void Worker::Loop() {
           in_flight.empty() ||
           (in_flight.size() < max_in_flight && QueueHoldsBytes(queue_, limits_.overlap_min_bytes));
       if (!queue_.empty() && may_start) {
-        const absl::Time now = absl::Now();
+        const absl::Time now = clock_.Now();
         RemoveDeadRequests(queue_, now, dropped);
         if (!queue_.empty()) {
           const absl::Time launch_at =
@@ -182,7 +187,7 @@ void Worker::Loop() {
           } else if (in_flight.empty()) {
             // A partial launch may wait for company until launch_at, or until more requests arrive.
             QueueChanged args{&queue_, &stopping_, queue_.size()};
-            mu_.AwaitWithDeadline(absl::Condition(&HasQueueChanged, &args), launch_at);
+            clock_.AwaitWithDeadline(mu_, absl::Condition(&HasQueueChanged, &args), launch_at);
           }
         }
       }
@@ -204,7 +209,7 @@ void Worker::Loop() {
     dropped.clear();
     if (answer_instead_of_waiting) replies_.AnswerOne();
     if (!launch.items.empty()) {
-      InFlight started{std::move(launch), absl::Now(), {}};
+      InFlight started{std::move(launch), clock_.Now(), {}};
       const absl::Status status = executor_->Start(started.launch, started.stages);
       if (!status.ok() || executor_->max_in_flight() <= 1) {
         CompleteLaunch(started, status);  // done already, or failed before reaching the device
@@ -224,7 +229,7 @@ void Worker::Loop() {
 
 void Worker::CompleteLaunch(InFlight& done, const absl::Status& status) {
   Launch& launch = done.launch;
-  const absl::Time end = absl::Now();
+  const absl::Time end = clock_.Now();
   if (!status.ok()) {
     Log(LogLevel::kError, "worker ", executor_->name(), ": launch of ", launch.items.size(),
         " requests (", launch.rows, " x ", launch.hidden, ") failed: ", status.ToString());
@@ -243,7 +248,7 @@ void Worker::CompleteLaunch(InFlight& done, const absl::Status& status) {
   report.compute = end - done.started;
   report.batch_rows = static_cast<int32_t>(launch.rows);
   report.batch_requests = static_cast<int32_t>(launch.items.size());
-  const absl::Time reply_start = absl::Now();
+  const absl::Time reply_start = clock_.Now();
   // With reply threads, every request but the first goes to them; the first is answered here, with
   // no wake-up between the device and its client.
   const bool post_others = replies_.helpers() > 0 && launch.items.size() > 1;
@@ -274,7 +279,7 @@ void Worker::CompleteLaunch(InFlight& done, const absl::Status& status) {
   }
   // The worker's own share of the answers: with reply threads, the first request and the posting.
   if (metrics_ != nullptr && status.ok())
-    metrics_->LaunchReplied(executor_->device(), absl::Now() - reply_start);
+    metrics_->LaunchReplied(executor_->device(), clock_.Now() - reply_start);
 }
 
 void Worker::AnswerWhileIdle(int64_t seen) {

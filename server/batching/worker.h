@@ -33,6 +33,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "base/clock.h"
 #include "base/mutex.h"
 #include "server/batching/batch_former.h"
 #include "server/batching/reply_pool.h"
@@ -52,8 +53,10 @@ class Worker {
  public:
   // `metrics` may be null (unit tests); otherwise it must outlive the worker. `reply_threads`:
   // threads answering a launch's requests, the worker's own included (1: the worker alone).
+  // `clock`: what the batching waits and the reported times are measured on (a test's clock; the
+  // requests' `enqueued` times must come from it too); it must outlive the worker.
   Worker(std::unique_ptr<BatchExecutor> executor, BatchLimits limits,
-         ServerMetrics* metrics = nullptr, int reply_threads = 1);
+         ServerMetrics* metrics = nullptr, int reply_threads = 1, Clock& clock = RealClock::Get());
   ~Worker();  // drains and joins, like Stop()
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -69,6 +72,9 @@ class Worker {
   // Rows queued or running here: the scheduler sends new work to the worker with the least.
   int64_t load_rows() const { return load_rows_.load(std::memory_order_relaxed); }
   bool healthy() const { return executor_->healthy(); }
+  // Whether the thread waits for work (asleep or busy-polling) with nothing in flight, so that a
+  // request submitted now may take the shortcut. Tests wait for it instead of sleeping.
+  bool idle() ABSL_LOCKS_EXCLUDED(mu_);
   const BatchExecutor& executor() const { return *executor_; }
 
  private:
@@ -96,6 +102,7 @@ class Worker {
   const std::unique_ptr<BatchExecutor> executor_;  // used by the worker thread only
   const BatchLimits limits_;
   ServerMetrics* const metrics_;
+  Clock& clock_;
   std::atomic<int64_t> load_rows_{0};
   // Bumped (under mu_) by every Submit that queues and by Stop(): what a polling thread watches
   // without the lock.

@@ -15,8 +15,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "base/command_line.h"
+#include "server/config/tuning_flags.h"
 #include "server/config/usable_cpus.h"
-#include "server/executors/copy_pool.h"
 
 ABSL_FLAG(
     std::string, listen, "127.0.0.1:50051",
@@ -35,37 +35,8 @@ ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA bundle: require every client to present a certificate it signed (mTLS; needs "
           "--tls-cert)");
 ABSL_FLAG(std::string, backend, "auto", "auto (cuda when a GPU is visible, else cpu), cuda or cpu");
-ABSL_FLAG(int, cpu_threads, 0,
-          "CPU backend: cores one launch may use (0 = every core this process may run on)");
 ABSL_FLAG(std::string, gpus, "",
           "CUDA backend: GPU indices to use, e.g. 0,1 (empty = every visible GPU)");
-ABSL_FLAG(int, workers_per_gpu, 2, "CUDA backend: workers (stream + pinned buffers) per GPU");
-ABSL_FLAG(
-    int64_t, zero_copy_max_bytes, int64_t{1} << 20,
-    "CUDA backend: launches moving at most this many bytes (up + down) are computed straight from "
-    "and "
-    "into pinned host memory, skipping the two copies and their fixed cost (0 = always copy)");
-ABSL_FLAG(int, copy_threads, 0,
-          "CUDA backend: threads that copy one launch's bytes into and out of pinned memory, the "
-          "worker's own included, for launches of --parallel-copy-min-bytes and more (0 = "
-          "automatic: half the CPUs per worker, at most 4)");
-ABSL_FLAG(
-    int64_t, parallel_copy_min_bytes, normd::kParallelCopyMinBytes,
-    "CUDA backend: launches copying fewer bytes than this (into and out of pinned memory) are "
-    "copied by the worker's thread alone, without waking the other copy threads");
-ABSL_FLAG(int64_t, copy_spin_us, -1,
-          "CUDA backend: how long copy threads poll for the next launch before sleeping (-1 = as "
-          "long as --busy-poll-us resolves to)");
-ABSL_FLAG(
-    int, reply_threads, 0,
-    "Threads that answer a finished launch's requests (build the responses and hand them to gRPC), "
-    "the worker's own included, so that the worker goes back to launching (0 = automatic: with the "
-    "CUDA backend half the CPUs per worker, at most 4; with the CPU backend 1, the worker alone)");
-ABSL_FLAG(
-    int64_t, overlap_min_bytes, int64_t{256} << 10,
-    "CUDA backend: a launch starts while another is still on the device only if it carries at "
-    "least "
-    "this many payload bytes; smaller requests wait and go out together (0 = always overlap)");
 ABSL_FLAG(int64_t, max_hidden, 65536, "Largest hidden size (last dimension) accepted");
 ABSL_FLAG(int64_t, max_request_bytes, int64_t{256} << 20,
           "Largest request message in bytes; larger ones get RESOURCE_EXHAUSTED");
@@ -73,55 +44,28 @@ ABSL_FLAG(int64_t, max_batch_rows, 8192,
           "Rows one launch may carry (one request over it goes alone)");
 ABSL_FLAG(int64_t, max_batch_bytes, int64_t{256} << 20, "Payload bytes one launch may carry");
 ABSL_FLAG(
-    int64_t, max_queue_delay_us, 0,
-    "How long a partial launch may wait for company once its worker is free (0 = never wait)");
-ABSL_FLAG(int64_t, company_wait_us, -1,
-          "Adaptive batching for clients that wait for each answer: a launch may wait up to this "
-          "long for as many requests as the largest of the worker's last --company-memory launches "
-          "carried (at most --company-max-requests), if that is at least --company-min-requests "
-          "(0 = off; -1 = automatic: 1000 with the CUDA backend, else off)");
-ABSL_FLAG(int64_t, company_min_requests, 9,
-          "With --company-wait-us: only an expectation of at least this many requests makes a "
-          "launch wait for company, so that fewer clients than this are never held");
-ABSL_FLAG(int64_t, company_max_requests, 20,
-          "With --company-wait-us: a launch waits for at most this many requests (the ones queued "
-          "beyond them still ride along)");
-ABSL_FLAG(
-    int64_t, company_memory, 8,
-    "With --company-wait-us: how many of its last launches a worker remembers when it decides "
-    "how many requests to wait for (1: the last launch alone)");
-ABSL_FLAG(
-    int64_t, busy_poll_us, -1,
-    "Latency for CPU: after its last launch a worker's thread polls for new requests this long (a "
-    "core busy meanwhile) instead of sleeping, and launches small ones (up to 64 KiB) itself with "
-    "its "
-    "caches warm (0 = off; -1 = automatic: 1000 with the CUDA backend when normd may run on at "
-    "least "
-    "4 CPUs per worker, else off)");
-ABSL_FLAG(int64_t, fill_first_rows, 256,
-          "Requests go to the first worker holding fewer than this many rows (queued or running),"
-          " so that small concurrent requests ride in one worker's launches; past it, to the "
-          "least loaded worker (0 = always the least loaded)");
-ABSL_FLAG(
     int64_t, max_queue_bytes, int64_t{1} << 30,
     "Payload bytes of accepted, unanswered requests; past it new requests get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, max_concurrent_streams, 256,
           "Calls (streams) one client connection may have open at once; more wait in the client "
           "until one "
           "ends (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)");
-ABSL_FLAG(int, malloc_arenas, 0,
-          "glibc malloc arenas shared by normd's threads (0 = one per 4 cores it may run on, at "
-          "least 1). Each "
-          "keeps up to max(--max-queue-bytes, 32 MiB) of freed memory for the next requests, so "
-          "fewer arenas "
-          "bound memory tighter; more spread allocations over more locks");
-ABSL_FLAG(
-    int64_t, response_pool_bytes, -1,
-    "Buffers of responses' 32 MiB-and-larger tensors kept, once sent, for the next such responses "
-    "(written in place without a page fault each 4 KiB); past it they go back to the kernel (-1 = "
-    "automatic: max(--max-queue-bytes, 32 MiB), the memory given to requests in flight)");
 ABSL_FLAG(int64_t, max_weight_bytes, int64_t{1} << 30,
           "Bytes of registered weights kept; least recently used ones are evicted past it");
+ABSL_FLAG(int64_t, max_memory_bytes, 0,
+          "Memory normd may hold for requests: received by gRPC, admitted (queued, computing, "
+          "responses unsent) and kept for reuse. Admits requests (message and response) up to half "
+          "of it and lowers --max-request-bytes, --max-queue-bytes and --response-pool-bytes to "
+          "fit (0 = no such budget; see docs/MEMORY-and-tails.md)");
+ABSL_FLAG(
+    bool, grpc_resource_quota, false,
+    "With --max-memory-bytes: also give gRPC a resource quota of half the budget, which bounds "
+    "what its transport reads across connections; gRPC 1.51 enforces it by cancelling streams "
+    "(accepted requests among them) and closing connections (docs/MEMORY-and-tails.md)");
+ABSL_FLAG(int64_t, max_pinned_bytes, 0,
+          "CUDA backend: pinned staging memory each GPU's workers may hold, apart from "
+          "--max-memory-bytes; lowers --max-request-bytes and --max-batch-bytes so that a launch "
+          "fits (0 = staging grows to twice the largest launch seen)");
 ABSL_FLAG(int, stream_max_inflight, 64,
           "Requests one NormalizeStream may have read ahead of their responses (flow control)");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
@@ -144,17 +88,22 @@ ABSL_FLAG(std::string, listen_unix, "",
 namespace normd {
 namespace {
 
-bool IsNormdFlagFile(absl::string_view filename) {
+// The essential, limit and security flags, which --help lists.
+bool IsMainFlagFile(absl::string_view filename) {
   return absl::EndsWith(filename, "server/config/server_config.cc");
+}
+
+// Every flag of normd's own (not absl's or a library's): those the environment may set.
+bool IsNormdFlagFile(absl::string_view filename) {
+  return IsMainFlagFile(filename) || absl::EndsWith(filename, "server/config/tuning_flags.cc");
 }
 
 constexpr char kUsage[] =
     "normd: RMSNorm offload over gRPC (normd.v1.Normalizer).\n"
-    "Usage: normd [--flag=value ...]. Flags may be written with dashes or underscores, and each "
-    "has an\n"
-    "environment twin NORMD_<FLAG_NAME> (e.g. NORMD_LISTEN, NORMD_MAX_QUEUE_BYTES); the command "
-    "line\n"
-    "wins over the environment.";
+    "Usage: normd [--flag=value ...]. Flags may be written with dashes or underscores, and each\n"
+    "has an environment twin NORMD_<FLAG_NAME> (e.g. NORMD_LISTEN, NORMD_MAX_QUEUE_BYTES); the\n"
+    "command line wins over the environment. Below: the essential, limit and security flags.\n"
+    "The tuning flags, automatic by default: normd --helpon=tuning_flags (docs/CONFIGURATION.md).";
 
 // Applies NORMD_<NAME> environment variables to the flags they name.
 absl::Status ApplyEnvironment() {
@@ -224,8 +173,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   (void)usage_set;
   // --help lists normd's own flags (absl's default looks for flags defined in main's file).
   absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = &IsNormdFlagFile;
-  usage.contains_helpshort_flags = &IsNormdFlagFile;
+  usage.contains_help_flags = &IsMainFlagFile;
+  usage.contains_helpshort_flags = &IsMainFlagFile;
   absl::SetFlagsUsageConfig(usage);
   if (absl::Status env = ApplyEnvironment(); !env.ok()) return env;
   const std::vector<std::string> rest = ParseCommandLineWithDashes(argc, argv);
@@ -292,7 +241,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   // Automatic: the memory given to requests in flight (server_config.h says why). Under 32 MiB
   // requests on the H200, 256 MiB (8 buffers) sent 40% of takes to fresh mappings at c=64, and
   // 1 GiB 15-24% at c=64 and 62% at c=256 (docs/BENCHMARKS.md).
-  if (c.response_pool_bytes == -1)
+  c.response_pool_automatic = c.response_pool_bytes == -1;
+  if (c.response_pool_automatic)
     c.response_pool_bytes = AutomaticResponsePoolBytes(c.max_queue_bytes);
   if (c.response_pool_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -305,6 +255,11 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   // measurable and left the least memory behind an overload (docs/RELIABILITY.md).
   if (c.malloc_arenas == 0) c.malloc_arenas = std::max(1, UsableCpuCount() / 4);
   c.stream_max_inflight = absl::GetFlag(FLAGS_stream_max_inflight);
+  c.max_memory_bytes = absl::GetFlag(FLAGS_max_memory_bytes);
+  c.max_pinned_bytes = absl::GetFlag(FLAGS_max_pinned_bytes);
+  c.grpc_resource_quota = absl::GetFlag(FLAGS_grpc_resource_quota);
+  if (absl::Status s = CheckNonNegative("max_memory_bytes", c.max_memory_bytes); !s.ok()) return s;
+  if (absl::Status s = CheckNonNegative("max_pinned_bytes", c.max_pinned_bytes); !s.ok()) return s;
   c.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   for (const auto& [name, value] :
        {std::pair<absl::string_view, int64_t>{"workers_per_gpu", c.workers_per_gpu},

@@ -61,6 +61,12 @@ struct ServerConfig {
   int64_t response_pool_bytes =
       0;  // LargeBufferPool's idle budget (server/core/large_buffer_pool.h)
   int stream_max_inflight = 0;
+  // The memory budget for requests (0: none) and pinned staging's bound (0: none); see
+  // server/config/memory_budget.h.
+  int64_t max_memory_bytes = 0;
+  int64_t max_pinned_bytes = 0;
+  bool grpc_resource_quota = false;  // with max_memory_bytes: gRPC's quota (memory_budget.h)
+  bool response_pool_automatic = false;
   absl::Duration drain_timeout;
   LogLevel log_level = LogLevel::kInfo;
   // Shared memory (docs/SHARED_MEMORY.md): the region kinds --shared-memory enables (both off by

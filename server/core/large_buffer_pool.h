@@ -3,15 +3,11 @@
 //
 // Why: glibc maps every allocation of 32 MiB or more fresh (its mmap threshold, which
 // server/main.cc raises to the largest value glibc allows) and unmaps it on free, so each of a new
-// buffer's 8,192 4 KiB pages faults when the output is first written. That made a 4096 x 4096 bf16
-// response written in place cost twice the server time on the H200 (docs/BENCHMARKS.md, "Responses
-// built around the output buffers"), so such responses were built by protobuf instead: a
-// zero-filled string, written, then copied again into gRPC's send buffer. On the H200 that reply
-// stage took 8-15 ms of a 32 MiB request's 20-33 ms of server time (docs/BENCHMARKS.md, "The rest
-// of the grid in window pairs"). A buffer from this pool was written by an earlier response: no
-// faults, and no copy after the one out of pinned memory (or the CPU kernel's own write). On the
-// H200, 4096 x 4096 bf16 at c=1: the reply stage from 8.3-14.5 ms to 24 us, 1.16x the previous
-// build's throughput; at c=64, where gRPC's transport limits, no change beyond the runs' spread.
+// buffer's 8,192 4 KiB pages faults when the output is first written: a 32 MiB response written in
+// place into a fresh buffer costs about twice the server time of one written into a buffer that an
+// earlier response already faulted in. A buffer from this pool was written by an earlier response:
+// no faults, and no copy after the one out of pinned memory (or the CPU kernel's own write)
+// (docs/PERFORMANCE.md, "The measurements behind the automatic values").
 //
 // How: buffers are kept by exact size (requests of one shape come back at one size), handed out by
 // Take and given back by the gRPC slice that carried them (TakeSharedSlice), once gRPC drops it.

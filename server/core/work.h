@@ -137,6 +137,11 @@ struct WorkItem {
   // An executor that fails this request alone, while the rest of its launch succeeds, says why
   // here (the client truncated its shared memory under the launch); the worker answers with it.
   absl::Status failure;
+  // The memory this request holds in normd while it is admitted: its message as received and its
+  // response (set by the service; 0 for normd's own warm-up). The scheduler charges it against the
+  // memory budget (--max-memory-bytes) alongside bytes() against --max-queue-bytes, and releases it
+  // when the bytes are (see hold_bytes_until_released).
+  int64_t memory_bytes = 0;
   // True once the client has gone away; checked before any compute is spent on the item.
   std::function<bool()> is_cancelled;
   // Answers the client. Called exactly once, from any thread.
@@ -157,6 +162,14 @@ struct WorkItem {
               (r.residual_out_memory == TensorMemory::kNormd);
     }
     return tensor * held / 2;
+  }
+  // The output bytes normd's response carries: the outputs not written into a client's region.
+  int64_t response_bytes() const {
+    const ValidatedRequest& r = request;
+    const int64_t tensor = r.elements() * static_cast<int64_t>(ItemSize(r.dtype));
+    int64_t held = r.output_memory == TensorMemory::kNormd;
+    if (r.has_residual()) held += r.residual_out_memory == TensorMemory::kNormd;
+    return tensor * held;
   }
   void Complete(const absl::Status& status, const LaunchReport& report = {}) {
     on_done(status, report);

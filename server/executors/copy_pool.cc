@@ -3,10 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "absl/time/clock.h"
-#include "base/cpu_relax.h"
 #include "base/streaming_copy.h"
-#include "base/thread_name.h"
 
 namespace normd {
 namespace {
@@ -25,16 +22,6 @@ void Copy(const CopyJob& job) {
   }
 }
 
-struct HelperWake {
-  const bool* stopping;
-  const std::atomic<int64_t>* generation;
-  int64_t seen;
-};
-
-bool HelperShouldWake(HelperWake* wake) {
-  return *wake->stopping || wake->generation->load(std::memory_order_relaxed) != wake->seen;
-}
-
 void CopyAlone(const std::vector<CopyJob>& jobs) {
   for (const CopyJob& job : jobs) Copy(job);
 }
@@ -50,83 +37,31 @@ void RunCopies(CopyPool* pool, const std::vector<CopyJob>& jobs) {
 }
 
 CopyPool::CopyPool(int threads, absl::Duration spin, int64_t parallel_min_bytes)
-    : spin_(spin), parallel_min_bytes_(parallel_min_bytes) {
-  for (int i = 1; i < threads; ++i) helpers_.emplace_back([this] { HelperLoop(); });
-}
-
-CopyPool::~CopyPool() {
-  {
-    normd::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  for (std::thread& helper : helpers_) helper.join();
-}
+    : parallel_min_bytes_(parallel_min_bytes),
+      // Pieces take microseconds: the caller spins while the helpers finish theirs.
+      pool_(TaskPoolOptions{threads, spin, /*spin_until_done=*/true, "normd-copy"}) {}
 
 void CopyPool::Run(const std::vector<CopyJob>& jobs) {
   int64_t total = 0;
   for (const CopyJob& job : jobs) total += job.bytes;
-  if (helpers_.empty() || total < parallel_min_bytes_) {
+  if (threads() == 1 || total < parallel_min_bytes_) {
     CopyAlone(jobs);
     return;
   }
-  // Cut the jobs into pieces of at most task_bytes (64-byte multiples, so that streaming copies
+  // Cut the jobs into pieces of at most piece_bytes (64-byte multiples, so that streaming copies
   // keep their destinations' alignment from one piece to the next).
-  const int64_t task_bytes =
+  const int64_t piece_bytes =
       std::max(kMinTaskBytes, (total / (threads() * kTasksPerThread) + 63) / 64 * 64);
-  tasks_.clear();
+  pieces_.clear();
   for (const CopyJob& job : jobs) {
-    for (int64_t at = 0; at < job.bytes; at += task_bytes) {
-      tasks_.push_back(CopyJob{static_cast<char*>(job.to) + at,
-                               static_cast<const char*>(job.from) + at,
-                               std::min(task_bytes, job.bytes - at), job.streaming});
+    for (int64_t at = 0; at < job.bytes; at += piece_bytes) {
+      pieces_.push_back(CopyJob{static_cast<char*>(job.to) + at,
+                                static_cast<const char*>(job.from) + at,
+                                std::min(piece_bytes, job.bytes - at), job.streaming});
     }
   }
-  finished_tasks_.store(0, std::memory_order_relaxed);
-  {
-    normd::MutexLock lock(&mu_);
-    next_task_ = 0;
-    active_ = true;
-    generation_.fetch_add(1, std::memory_order_release);
-  }
-  CopyTasks();
-  // Every piece is claimed; wait for the helpers still copying theirs (a piece takes microseconds).
-  while (finished_tasks_.load(std::memory_order_acquire) < tasks_.size()) CpuRelax();
-  normd::MutexLock lock(&mu_);
-  active_ = false;
-}
-
-void CopyPool::CopyTasks() {
-  while (true) {
-    size_t task;
-    {
-      normd::MutexLock lock(&mu_);
-      if (!active_ || next_task_ >= tasks_.size()) return;
-      task = next_task_++;
-    }
-    Copy(tasks_[task]);
-    // Release: the piece's bytes (fenced by a streaming copy) are written before Run sees it
-    // finished.
-    finished_tasks_.fetch_add(1, std::memory_order_release);
-  }
-}
-
-void CopyPool::HelperLoop() {
-  NameThisThread("normd-copy");
-  HelperWake wake{&stopping_, &generation_, 0};
-  while (true) {
-    // Poll a while for the next launch, then sleep until one comes.
-    const absl::Time until = absl::Now() + spin_;
-    while (generation_.load(std::memory_order_relaxed) == wake.seen && absl::Now() < until) {
-      for (int i = 0; i < 64; ++i) CpuRelax();
-    }
-    {
-      normd::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(&HelperShouldWake, &wake));
-      if (stopping_) return;
-      wake.seen = generation_.load(std::memory_order_relaxed);
-    }
-    CopyTasks();
-  }
+  pool_.Run(static_cast<int64_t>(pieces_.size()),
+            [this](int64_t i) { Copy(pieces_[static_cast<size_t>(i)]); });
 }
 
 }  // namespace normd

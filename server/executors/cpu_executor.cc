@@ -34,7 +34,11 @@ absl::Status RegionTruncated() {
 
 }  // namespace
 
-CpuExecutor::CpuExecutor(int threads) : pool_(threads) {}
+CpuExecutor::CpuExecutor(int threads)
+    // A chunk of rows takes far longer than a wake-up: the pool's threads sleep between launches,
+    // and the worker sleeps while they finish.
+    : pool_(TaskPoolOptions{threads, absl::ZeroDuration(), /*spin_until_done=*/false,
+                            "normd-cpu-pool"}) {}
 
 absl::Status CpuExecutor::Start(const Launch& launch, StageTimes& stages) {
   const absl::Time start = absl::Now();
@@ -79,7 +83,7 @@ absl::Status CpuExecutor::Start(const Launch& launch, StageTimes& stages) {
   }
   // Split rows into chunks big enough to pay for a thread hand-off, a few per thread for balance.
   const int64_t total_elements = launch.rows * launch.hidden;
-  const int64_t max_chunks = int64_t{pool_.size()} * 4;
+  const int64_t max_chunks = int64_t{pool_.threads()} * 4;
   const int64_t chunks_wanted =
       std::clamp<int64_t>(total_elements / kMinElementsPerChunk, 1, max_chunks);
   const int64_t rows_per_chunk =
@@ -90,7 +94,7 @@ absl::Status CpuExecutor::Start(const Launch& launch, StageTimes& stages) {
       chunks.push_back({s, row, std::min(segments[s].rows, row + rows_per_chunk)});
     }
   }
-  pool_.ParallelFor(static_cast<int64_t>(chunks.size()), [&](int64_t i) {
+  pool_.Run(static_cast<int64_t>(chunks.size()), [&](int64_t i) {
     const RowChunk& c = chunks[static_cast<size_t>(i)];
     auto rows = [&] {
       RmsNormCpuRows(launch.dtype, launch.hidden, segments[c.segment], c.row_begin, c.row_end);

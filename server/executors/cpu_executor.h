@@ -8,7 +8,7 @@
 #include <string>
 
 #include "server/executors/batch_executor.h"
-#include "server/executors/thread_pool.h"
+#include "server/executors/task_pool.h"
 
 namespace normd {
 
@@ -23,7 +23,7 @@ class CpuExecutor : public BatchExecutor {
   std::string device() const override { return "cpu"; }
 
  private:
-  ThreadPool pool_;
+  TaskPool pool_;
 };
 
 }  // namespace normd

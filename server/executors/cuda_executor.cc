@@ -50,7 +50,8 @@ absl::Duration EventGap(cudaEvent_t from, cudaEvent_t to) {
 
 // One kernel launch over a whole packed launch on `stream`. One request: its segment goes by value
 // (from the host copy of the table), so the kernel need not read a table first; several: the kernel
-// reads the table at `device_table`.
+// reads the table at `device_table`, and the host copy lets the launcher pick the kernel a single
+// tensor of the launch's shape gets (without it, it must run a build that checks every segment).
 cudaError_t LaunchWholeKernel(const Launch& launch, const void* host_table,
                               const void* device_table, cudaStream_t stream) {
   if (launch.items.size() == 1) {
@@ -63,7 +64,8 @@ cudaError_t LaunchWholeKernel(const Launch& launch, const void* host_table,
   device_launch.total_rows = launch.rows;
   device_launch.segments = static_cast<const RmsNormSegment*>(device_table);
   device_launch.num_segments = static_cast<int32_t>(launch.items.size());
-  return cuda::RmsNormBatched(device_launch, stream);
+  return cuda::RmsNormBatched(device_launch, static_cast<const RmsNormSegment*>(host_table),
+                              stream);
 }
 
 }  // namespace
@@ -74,6 +76,7 @@ CudaExecutor::CudaExecutor(int device, int worker_index, const CudaExecutorOptio
       worker_index_(worker_index),
       weight_cache_bytes_(options.weight_cache_bytes),
       zero_copy_max_bytes_(options.zero_copy_max_bytes),
+      max_staging_buffer_bytes_(options.max_staging_buffer_bytes),
       metrics_(metrics),
       copies_(options.copy_threads, options.copy_spin, options.parallel_copy_min_bytes) {}
 
@@ -167,7 +170,10 @@ absl::Status CudaExecutor::CudaFailure(const char* what, cudaError_t error) {
 
 absl::Status CudaExecutor::Grow(Buffer& buffer, int64_t bytes) {
   if (bytes <= buffer.capacity) return absl::OkStatus();
-  const int64_t capacity = std::max(bytes, 2 * buffer.capacity);
+  const int64_t doubled = max_staging_buffer_bytes_ > 0
+                              ? std::min(2 * buffer.capacity, max_staging_buffer_bytes_)
+                              : 2 * buffer.capacity;
+  const int64_t capacity = std::max(bytes, doubled);
   // The slot being grown is idle (its last launch finished), but the other slot may still be
   // running: cudaFree waits for the device, which is rare (only when a larger launch than ever
   // comes) and safe.

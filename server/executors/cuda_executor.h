@@ -49,6 +49,11 @@ struct CudaExecutorOptions {
   absl::Duration copy_spin;
   // Launches copying fewer bytes than this are copied by the worker's thread alone.
   int64_t parallel_copy_min_bytes = kParallelCopyMinBytes;
+  // The most one staging buffer (a slot's up or down half; 2 slots x 2 per worker) grows to ahead
+  // of need (0: no bound). A buffer grows by doubling, so without a bound it can reach twice the
+  // largest launch seen; with one it grows to max(need, this), and the launch limits
+  // (--max-pinned-bytes, server_config.h) keep a launch's need within it.
+  int64_t max_staging_buffer_bytes = 0;
 };
 
 class CudaExecutor : public BatchExecutor {
@@ -124,6 +129,7 @@ class CudaExecutor : public BatchExecutor {
   const int worker_index_;
   const int64_t weight_cache_bytes_;
   const int64_t zero_copy_max_bytes_;
+  const int64_t max_staging_buffer_bytes_;
   ServerMetrics* const metrics_;
   // Packs and unpacks launches, for the worker's thread or a submitting one (one at a time).
   CopyPool copies_;

@@ -54,6 +54,7 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
     }
   }
   if (admitted != nullptr) {
+    admitted->received_bytes = static_cast<int64_t>(admitted->raw_request.Length());
     admitted->parsed = admitted->request.Parse(admitted->raw_request);
     admitted->raw_request.Clear();  // parsed: `request` shares the slices it needs
     Admit(admitted);
@@ -77,6 +78,13 @@ void NormalizeStreamReactor::Admit(Slot* raw) {
   }
   std::unique_ptr<WorkItem> item =
       MakeWorkItem(raw->request.message(), *std::move(validated), raw->response, *context_);
+  // Charged until the response has been written (the slot goes), like a unary call's: a client
+  // that sends and never reads holds its responses in normd's memory.
+  item->hold_bytes_until_released = true;
+  item->memory_bytes = raw->received_bytes + item->response_bytes();
+  raw->hold.scheduler = &scheduler_;
+  raw->hold.bytes = item->admission_bytes();
+  raw->hold.memory_bytes = item->memory_bytes;
   const TensorMemory transport = item->request.transport();
   item->on_done = [this, raw, transport](const absl::Status& status, const LaunchReport& report) {
     if (metrics_ != nullptr) metrics_->RequestTransport(transport);
@@ -86,6 +94,7 @@ void NormalizeStreamReactor::Admit(Slot* raw) {
     CompleteSlot(raw, status);
   };
   if (absl::Status admitted = scheduler_.Submit(std::move(item)); !admitted.ok()) {
+    raw->hold.scheduler = nullptr;  // nothing was charged
     CompleteSlot(raw, admitted);
   }
 }

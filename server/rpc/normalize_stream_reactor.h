@@ -52,10 +52,27 @@ class NormalizeStreamReactor final
   }
 
  private:
+  // An admitted request's charge against the scheduler's budgets. It is released when its slot
+  // goes, once the response has been written (or dropped with the stream): until then normd holds
+  // the request's bytes and its response, which a client that does not read keeps here.
+  struct Hold {
+    Hold() = default;
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+    ~Hold() {
+      if (scheduler != nullptr) scheduler->ReleaseHeldBytes(bytes, memory_bytes);
+    }
+    Scheduler* scheduler = nullptr;  // null: nothing charged
+    int64_t bytes = 0;
+    int64_t memory_bytes = 0;
+  };
+
   // One request of the stream and, once computed, its response.
   struct Slot {
+    Hold hold;  // first, so destroyed last: released once the buffers below are freed
     int64_t index = 0;
     absl::Time received;
+    int64_t received_bytes = 0;     // the message's size as read
     grpc::ByteBuffer raw_request;   // as read; parsed into `request`
     absl::Status parsed;            // why raw_request is not a NormalizeRequest, if it is not
     RequestWire request;            // parsed, holding the received slices its tensors' data is in

@@ -37,14 +37,17 @@ class UnaryCallReactor : public grpc::ServerUnaryReactor {
  public:
   explicit UnaryCallReactor(Scheduler& scheduler) : scheduler_(scheduler) {}
   // Set before submitting (the answer may come before Submit returns); zero if it was refused.
-  void set_held_bytes(int64_t bytes) { held_bytes_.store(bytes, std::memory_order_relaxed); }
+  void set_held_bytes(int64_t bytes, int64_t memory_bytes) {
+    held_bytes_.store(bytes, std::memory_order_relaxed);
+    held_memory_bytes_.store(memory_bytes, std::memory_order_relaxed);
+  }
   void OnDone() override {
     // OnDone may run on another gRPC thread than the handler; gRPC orders the two, but out of sight
-    // of ThreadSanitizer (an uninstrumented library), hence the atomic and the annotation.
+    // of ThreadSanitizer (an uninstrumented library), hence the atomics and the annotation.
     TakenBackFromLibrary(this);
-    if (const int64_t bytes = held_bytes_.load(std::memory_order_relaxed); bytes > 0) {
-      scheduler_.ReleaseHeldBytes(bytes);
-    }
+    const int64_t bytes = held_bytes_.load(std::memory_order_relaxed);
+    const int64_t memory_bytes = held_memory_bytes_.load(std::memory_order_relaxed);
+    if (bytes > 0 || memory_bytes > 0) scheduler_.ReleaseHeldBytes(bytes, memory_bytes);
     delete this;
   }
   // OnDone above is an atomic subtraction and a delete, so gRPC may run it on the thread that
@@ -59,6 +62,7 @@ class UnaryCallReactor : public grpc::ServerUnaryReactor {
  private:
   Scheduler& scheduler_;
   std::atomic<int64_t> held_bytes_{0};
+  std::atomic<int64_t> held_memory_bytes_{0};
 };
 
 // A Normalize call's reactor, holding the parsed request (which the WorkItem points into) and the
@@ -98,7 +102,8 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
       MakeWorkItem(request.message(), *std::move(validated), reactor->response(), *context);
   item->may_run_on_caller_thread = true;  // nothing is locked here; see Worker's shortcut
   item->hold_bytes_until_released = true;
-  reactor->set_held_bytes(item->admission_bytes());
+  item->memory_bytes = static_cast<int64_t>(raw_request->Length()) + item->response_bytes();
+  reactor->set_held_bytes(item->admission_bytes(), item->memory_bytes);
   const TensorMemory transport = item->request.transport();
   item->on_done = [reactor, raw_response, metrics = metrics_, start, transport](
                       const absl::Status& status, const LaunchReport& report) {
@@ -110,7 +115,7 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
     FinishUnary(reactor, metrics, "Normalize", start, status);
   };
   if (absl::Status admitted = scheduler_.Submit(std::move(item)); !admitted.ok()) {
-    reactor->set_held_bytes(0);  // nothing was charged
+    reactor->set_held_bytes(0, 0);  // nothing was charged
     FinishUnary(reactor, metrics_, "Normalize", start, admitted);
   }
   return reactor;

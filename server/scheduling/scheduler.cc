@@ -8,11 +8,13 @@
 namespace normd {
 
 Scheduler::Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes,
-                     ServerMetrics* metrics, int64_t fill_first_rows)
+                     ServerMetrics* metrics, int64_t fill_first_rows,
+                     int64_t max_admitted_memory_bytes)
     : workers_(std::move(workers)),
       max_queue_bytes_(max_queue_bytes),
       metrics_(metrics),
-      fill_first_rows_(fill_first_rows) {}
+      fill_first_rows_(fill_first_rows),
+      max_admitted_memory_bytes_(max_admitted_memory_bytes) {}
 
 absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   if (!accepting_.load()) {
@@ -24,23 +26,35 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
         "normd has no healthy worker left (see its log); retry on another replica");
   }
   const int64_t bytes = item->admission_bytes();
+  const int64_t memory = item->memory_bytes;
   // Reserve first, then check: concurrent submitters cannot together slip past the budget.
   const int64_t before = queued_bytes_.fetch_add(bytes);
-  if (before + bytes > max_queue_bytes_ && before > 0) {
+  const int64_t memory_before = memory_bytes_.fetch_add(memory);
+  const bool over_queue = before + bytes > max_queue_bytes_ && before > 0;
+  const bool over_memory = max_admitted_memory_bytes_ > 0 &&
+                           memory_before + memory > max_admitted_memory_bytes_ && memory_before > 0;
+  if (over_queue || over_memory) {
     queued_bytes_.fetch_sub(bytes);
-    return absl::ResourceExhaustedError(
-        absl::StrCat("normd is overloaded: ", before, " bytes queued, and this request's ", bytes,
-                     " would pass --max-queue-bytes = ", max_queue_bytes_, "; retry later"));
+    memory_bytes_.fetch_sub(memory);
+    if (over_queue) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("normd is overloaded: ", before, " bytes queued, and this request's ", bytes,
+                       " would pass --max-queue-bytes = ", max_queue_bytes_, "; retry later"));
+    }
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "normd is overloaded: requests in flight hold ", memory_before, " bytes, and this one's ",
+        memory, " (request and response) would pass the ", max_admitted_memory_bytes_,
+        " bytes --max-memory-bytes leaves them; retry later"));
   }
   inflight_.fetch_add(1);
   if (metrics_ != nullptr) metrics_->inflight_requests().Increment();
   auto on_done = std::move(item->on_done);
   const bool release_now = !item->hold_bytes_until_released;
-  item->on_done = [this, bytes, release_now, on_done = std::move(on_done)](const absl::Status& s,
-                                                                           const LaunchReport& r) {
+  item->on_done = [this, bytes, memory, release_now, on_done = std::move(on_done)](
+                      const absl::Status& s, const LaunchReport& r) {
     on_done(s, r);
     (s.ok() ? answered_ok_ : answered_not_ok_).fetch_add(1);
-    if (release_now) queued_bytes_.fetch_sub(bytes);
+    if (release_now) ReleaseHeldBytes(bytes, memory);
     if (metrics_ != nullptr) metrics_->inflight_requests().Decrement();
     inflight_.fetch_sub(1);
   };

@@ -7,6 +7,11 @@
 // bound. Tensors in a client's shared-memory region are the client's memory and are not charged
 // (WorkItem::admission_bytes).
 //
+// With a memory budget (--max-memory-bytes; see server/config/memory_budget.h), a second charge is
+// kept beside it: each request's message as received plus its response (WorkItem::memory_bytes),
+// held over the same span, and a request that would pass the admitted share of that budget is
+// refused the same way.
+//
 // The choice of worker: the first healthy worker (in order) holding fewer than `fill_first_rows`
 // rows queued or running takes the request; when every worker holds that many, the one with the
 // fewest does. Dealing small requests out evenly would halve the requests each launch carries with
@@ -32,16 +37,22 @@ namespace normd {
 class Scheduler {
  public:
   // `metrics` may be null (unit tests); otherwise it must outlive the scheduler.
+  // `max_admitted_memory_bytes` bounds the sum of admitted items' memory_bytes (0: no bound).
   Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes,
-            ServerMetrics* metrics = nullptr, int64_t fill_first_rows = 0);
+            ServerMetrics* metrics = nullptr, int64_t fill_first_rows = 0,
+            int64_t max_admitted_memory_bytes = 0);
 
   // Accepts the item (it will be answered exactly once through its on_done) or refuses it,
   // returning RESOURCE_EXHAUSTED (over the byte budget) or UNAVAILABLE (shutting down); a refused
   // item is not answered and is destroyed.
   absl::Status Submit(std::unique_ptr<WorkItem> item);
 
-  // Uncharges the bytes of an answered item submitted with hold_bytes_until_released.
-  void ReleaseHeldBytes(int64_t bytes) { queued_bytes_.fetch_sub(bytes); }
+  // Uncharges an answered item submitted with hold_bytes_until_released: its admission_bytes() and
+  // its memory_bytes.
+  void ReleaseHeldBytes(int64_t bytes, int64_t memory_bytes) {
+    queued_bytes_.fetch_sub(bytes);
+    memory_bytes_.fetch_sub(memory_bytes);
+  }
 
   // Refuses new work from now on (Submit answers UNAVAILABLE); accepted requests go on.
   void StopAccepting() { accepting_.store(false); }
@@ -50,6 +61,8 @@ class Scheduler {
   void Shutdown();
 
   int64_t queued_bytes() const { return queued_bytes_.load(std::memory_order_relaxed); }
+  // The memory_bytes of admitted requests not yet released.
+  int64_t admitted_memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
   int64_t inflight_requests() const { return inflight_.load(std::memory_order_relaxed); }
   // Accepted requests answered so far, OK and not OK (deadline, cancellation, backend error).
   int64_t answered_ok() const { return answered_ok_.load(std::memory_order_relaxed); }
@@ -65,7 +78,9 @@ class Scheduler {
   const int64_t max_queue_bytes_;
   ServerMetrics* const metrics_;
   const int64_t fill_first_rows_;
+  const int64_t max_admitted_memory_bytes_;
   std::atomic<int64_t> queued_bytes_{0};
+  std::atomic<int64_t> memory_bytes_{0};
   std::atomic<int64_t> inflight_{0};
   std::atomic<int64_t> answered_ok_{0};
   std::atomic<int64_t> answered_not_ok_{0};

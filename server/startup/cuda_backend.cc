@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/config/memory_budget.h"
 #include "server/config/usable_cpus.h"
 #include "server/executors/cuda_executor.h"
 #include "server/observability/log.h"
@@ -145,6 +146,11 @@ absl::StatusOr<Backend> MakeCudaBackend(const ServerConfig& config, ServerMetric
       config.copy_threads > 0 ? config.copy_threads : AutomaticCopyThreads(cpus, workers);
   options.copy_spin = config.copy_spin_as_busy_poll ? limits.busy_poll : config.copy_spin;
   options.parallel_copy_min_bytes = config.parallel_copy_min_bytes;
+  options.max_staging_buffer_bytes = StagingBufferBytes(config);
+  if (config.max_pinned_bytes > 0) {
+    Log(LogLevel::kInfo, "pinned staging (--max-pinned-bytes=", config.max_pinned_bytes,
+        "): at most ", options.max_staging_buffer_bytes, " bytes per buffer, 4 per worker");
+  }
   Log(LogLevel::kInfo, "copies to and from pinned memory: ", options.copy_threads,
       " threads per worker",
       options.copy_threads > 1

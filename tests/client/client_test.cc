@@ -12,7 +12,9 @@
 #include "absl/time/clock.h"
 #include "client/normd_client.h"
 #include "tests/client/client_test_util.h"
+#include "tests/integration/http_get.h"
 #include "tests/integration/suite_normd.h"
+#include "tests/wait_until.h"
 
 namespace normd::testing {
 namespace {
@@ -314,15 +316,22 @@ TEST(ClientRoundRobinTest, NoFailedCallWhileOneReplicaStops) {
       }
     });
   }
-  absl::SleepFor(absl::Milliseconds(700));
+  // Calls flow over both replicas; then one drains and exits while they go on, and as many again
+  // are answered after it has gone.
+  constexpr int kCalls = 100;
+  EXPECT_TRUE(WaitUntil([&] { return ok.load() >= kCalls || failed.load() > 0; }));
+  EXPECT_GT(ScrapeSum(a.metrics_port(), "normd_requests_total",
+                      {{"method", "Normalize"}, {"code", "OK"}}),
+            0)
+      << "round_robin sent nothing to the replica that stops";
   const int before = ok;
   EXPECT_EQ(a.StopWith(SIGTERM), 0);
-  absl::SleepFor(absl::Milliseconds(700));
+  EXPECT_TRUE(WaitUntil([&] { return ok.load() >= before + kCalls || failed.load() > 0; }));
   stop = true;
   for (auto& t : callers) t.join();
   EXPECT_EQ(failed, 0) << first_error;
-  EXPECT_GT(before, 0);
-  EXPECT_GT(ok, before);
+  EXPECT_GE(before, kCalls);
+  EXPECT_GE(ok, before + kCalls);
 }
 
 }  // namespace

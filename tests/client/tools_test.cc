@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "client/tensor.h"
 #include "tests/integration/suite_normd.h"
 #include "tests/integration/tensor_util.h"
+#include "tests/wait_until.h"
 
 namespace normd::testing {
 namespace {
@@ -296,13 +298,18 @@ TEST(NormbenchConnectionsTest, CallsTakeTurnsOverTheConnections) {
       absl::StrCat(NORMBENCH_PATH, " --target=", server.address(),
                    " --request-rate=300 --arrivals=constant --rows=1 --hidden=256 --dtype=fp32",
                    " --duration=3s --window=0.5s --warmup=0.5s --stability=0");
-  std::thread bench([&] { EXPECT_EQ(Shell(command + " --connections=3 > /dev/null"), 0); });
-  // Counted while normbench runs (it connects, then measures for 3.5 s).
+  std::atomic<bool> bench_done{false};
+  std::thread bench([&] {
+    EXPECT_EQ(Shell(command + " --connections=3 > /dev/null"), 0);
+    bench_done = true;
+  });
+  // Counted while normbench runs (it connects, then measures for 3.5 s), until it has all three
+  // open or has ended.
   int most = 0;
-  for (int i = 0; i < 30 && most < 3; ++i) {
-    absl::SleepFor(absl::Milliseconds(100));
+  WaitUntil([&] {
     most = std::max(most, EstablishedConnectionsTo(server.port()));
-  }
+    return most >= 3 || bench_done.load();
+  });
   bench.join();
   EXPECT_EQ(most, 3);
   EXPECT_EQ(Shell(command + " --connections=0 2> /dev/null"), 2);

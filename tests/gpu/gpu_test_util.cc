@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "kernels/cuda/kernel_table.h"
 #include "kernels/reference.h"
 
 namespace normd::gputest {
@@ -225,5 +226,40 @@ int64_t CountPoisoned(DType dtype, const unsigned char* bytes, size_t count) {
   }
   return n;
 }
+
+namespace {
+
+// NORMD_KERNEL_TABLE_FILE: a choice table for this GPU to take instead of the one compiled in (a
+// table just swept on the GPU machine, tested before it is built into the library).
+class TableFromFile : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const char* path = std::getenv("NORMD_KERNEL_TABLE_FILE");
+    if (path == nullptr || !NoDeviceReason().empty()) return;
+    FILE* f = std::fopen(path, "r");
+    std::string text;
+    char buffer[4096];
+    size_t n = 0;
+    while (f != nullptr && (n = std::fread(buffer, 1, sizeof buffer, f)) > 0)
+      text.append(buffer, n);
+    if (f != nullptr) std::fclose(f);
+    int device = 0, major = 0, minor = 0;
+    std::string error = f == nullptr ? "cannot open it" : "";
+    if (f != nullptr &&
+        (cudaGetDevice(&device) != cudaSuccess ||
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
+         !cuda::internal::OverrideTableForBenchmarks(major * 10 + minor, text, &error))) {
+      std::fprintf(stderr, "NORMD_KERNEL_TABLE_FILE=%s: %s\n", path, error.c_str());
+      std::abort();
+    }
+    std::printf("[gpu] choice table from %s\n", path);
+  }
+};
+
+[[maybe_unused]] ::testing::Environment* const kTableFromFile =
+    ::testing::AddGlobalTestEnvironment(new TableFromFile);
+
+}  // namespace
 
 }  // namespace normd::gputest

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/kernel_config.h"
 #include "kernels/cuda/rmsnorm_cuda.h"
 #include "kernels/dtype.h"
 #include "kernels/rmsnorm.h"
@@ -18,6 +19,39 @@ namespace normd::gputest {
 namespace {
 
 constexpr DType kDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+
+// The traits of a table of `rows` rows, every segment of a 16-bit launch possibly with fp32
+// weights: what the candidate configurations of the forced-configuration tests are drawn from.
+cuda::internal::LaunchTraits TableTraits(DType dtype, int64_t hidden, int64_t rows, bool residual,
+                                         cuda::internal::Alignment alignment) {
+  cuda::internal::LaunchTraits traits;
+  traits.dtype = dtype;
+  traits.hidden = hidden;
+  traits.rows = rows;
+  traits.residual = residual;
+  traits.fp32_weights = dtype != DType::kFloat32;
+  traits.alignment = alignment;
+  traits.table = true;
+  return traits;
+}
+
+// Uploads `table` (host_copy: also passes it as the host copy), runs one batched launch over it
+// with `overrides` and waits for it.
+cudaError_t RunTable(DType dtype, int64_t hidden, int64_t total_rows,
+                     const std::vector<RmsNormSegment>& table, bool host_copy,
+                     const cuda::internal::LaunchOverrides& overrides) {
+  DeviceBuffer dtable(table.size() * sizeof(RmsNormSegment));
+  dtable.Upload(table.data(), table.size() * sizeof(RmsNormSegment));
+  RmsNormLaunch launch;
+  launch.dtype = dtype;
+  launch.hidden = hidden;
+  launch.total_rows = total_rows;
+  launch.segments = static_cast<const RmsNormSegment*>(dtable.get());
+  launch.num_segments = static_cast<int32_t>(table.size());
+  const cudaError_t e = cuda::internal::RmsNormBatchedWith(
+      launch, host_copy ? table.data() : nullptr, nullptr, {}, overrides);
+  return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
 
 // One request of a batch: its own buffers and parameters.
 struct Request {
@@ -36,8 +70,8 @@ struct Request {
 // weight_offset, residual (segment 4 in place), alignment (segment 2 on the element path while the
 // others use vectors), each checked against the reference.
 void CheckMixedSegments(DType dtype, int64_t hidden, const std::vector<int64_t>& row_counts,
-                        const cuda::RmsNormOptions& options, const std::string& label,
-                        Random& rng) {
+                        const cuda::internal::LaunchOverrides& overrides, bool host_copy,
+                        const std::string& label, Random& rng) {
   const size_t item = ItemSize(dtype);
   std::vector<Request> requests(row_counts.size());
   std::vector<RmsNormSegment> table;
@@ -86,16 +120,7 @@ void CheckMixedSegments(DType dtype, int64_t hidden, const std::vector<int64_t>&
     table.push_back(seg);
     first_row += q.rows;
   }
-  DeviceBuffer dtable(table.size() * sizeof(RmsNormSegment));
-  dtable.Upload(table.data(), table.size() * sizeof(RmsNormSegment));
-  RmsNormLaunch launch;
-  launch.dtype = dtype;
-  launch.hidden = hidden;
-  launch.total_rows = first_row;
-  launch.segments = static_cast<const RmsNormSegment*>(dtable.get());
-  launch.num_segments = static_cast<int32_t>(table.size());
-  NORMD_CUDA_OK(cuda::RmsNormBatched(launch, nullptr, options));
-  NORMD_CUDA_OK(cudaDeviceSynchronize());
+  NORMD_CUDA_OK(RunTable(dtype, hidden, first_row, table, host_copy, overrides));
   for (size_t k = 0; k < requests.size(); ++k) {
     const Request& q = requests[k];
     const std::string what = std::string(DTypeName(dtype)) + " H=" + std::to_string(hidden) +
@@ -120,22 +145,158 @@ void CheckMixedSegments(DType dtype, int64_t hidden, const std::vector<int64_t>&
 }
 
 // Mixed segments (CheckMixedSegments) in one launch, every dtype and H: 1373 rows (one segment
-// empty), and 14 rows, where the automatic choice for a single segment would be the push kernel,
-// which takes no table (the launcher must choose again without it).
+// empty) and 14 rows (where a single segment could take the cluster kernel), with and without the
+// table's host copy; then, at 14 rows, every configuration the launcher can run for such a table
+// (forced), so that every kernel meets the table's mix.
 TEST(RmsNormCudaBatched, MixedSegmentsInOneLaunch) {
   NORMD_REQUIRE_DEVICE();
   Random rng(ProcessSeed() ^ 0x6666);
   const std::vector<int64_t> many_rows = {5, 0, 300, 1, 64, 1000, 3};
   const std::vector<int64_t> few_rows = {5, 0, 3, 1, 2, 0, 3};
-  for (const bool few : {false, true}) {
-    for (const DType dtype : kDTypes) {
-      for (const int64_t hidden : {111, 4096, 7168, 20000}) {
-        // The cluster kernel (rows split over 4 CTAs) forced at two H of the 1373 rows, so that
-        // it meets the table's mix too: the register and two-pass kernels at the others.
-        cuda::RmsNormOptions options;
-        if (!few && (hidden == 111 || hidden == 7168)) options.cluster_ctas = 4;
-        CheckMixedSegments(dtype, hidden, few ? few_rows : many_rows, options,
-                           few ? " few rows" : "", rng);
+  const cuda::internal::DeviceFeatures device = cuda::internal::CurrentDeviceFeatures();
+  for (const DType dtype : kDTypes) {
+    for (const int64_t hidden : {111, 4096, 7168, 20000}) {
+      for (const bool host_copy : {false, true}) {
+        for (const bool few : {false, true}) {
+          CheckMixedSegments(dtype, hidden, few ? few_rows : many_rows, {}, host_copy,
+                             std::string(few ? " few rows" : "") + (host_copy ? " host copy" : ""),
+                             rng);
+          if (HasFatalFailure()) return;
+        }
+      }
+      // The traits of the mixed table (residuals, fp32 weights, and segment 2 unaligned).
+      const cuda::internal::LaunchTraits traits =
+          TableTraits(dtype, hidden, 14, true, cuda::internal::Alignment::kElement);
+      for (const auto& config : cuda::internal::CandidateConfigs(traits, device)) {
+        cuda::internal::LaunchOverrides overrides;
+        overrides.config = &config;
+        CheckMixedSegments(dtype, hidden, few_rows, overrides, true,
+                           " forced " + cuda::internal::Describe(config), rng);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Segments all on the vector path, with and without residuals, in one launch with the host copy:
+// every configuration such a table can run (the reload and cluster kernels among them), forced.
+TEST(RmsNormCudaBatched, AlignedSegmentsEveryConfiguration) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x6767);
+  const cuda::internal::DeviceFeatures device = cuda::internal::CurrentDeviceFeatures();
+  for (const DType dtype : kDTypes) {
+    for (const int64_t hidden : {1024, 4096, 20480}) {
+      const cuda::internal::LaunchTraits traits =
+          TableTraits(dtype, hidden, 140, true, cuda::internal::Alignment::kVector);
+      for (const auto& config : cuda::internal::CandidateConfigs(traits, device)) {
+        cuda::internal::LaunchOverrides overrides;
+        overrides.config = &config;
+        CheckMixedSegments(dtype, hidden, {50, 1, 0, 64, 25}, overrides, true,
+                           " aligned, forced " + cuda::internal::Describe(config), rng);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// One tensor cut into segments of `counts` rows (a contiguous table, as normd packs a batch):
+// each segment its own weight (fp32 for every third, the input's dtype otherwise), eps and
+// weight_offset; residual in all or none; in place when `in_place`. Run with the table's host copy
+// and `overrides`, each segment checked against the reference.
+void CheckContiguousSegments(DType dtype, int64_t hidden, const std::vector<int64_t>& counts,
+                             bool residual, bool in_place,
+                             const cuda::internal::LaunchOverrides& overrides,
+                             const std::string& label, Random& rng) {
+  int64_t total = 0;
+  for (const int64_t c : counts) total += c;
+  const size_t item = ItemSize(dtype);
+  const size_t count = static_cast<size_t>(total * hidden);
+  const size_t bytes = count * item;
+  const HostBytes x = RandomTensor(dtype, count, -2.0f, 2.0f, rng);
+  const HostBytes r = RandomTensor(dtype, count, -2.0f, 2.0f, rng);
+  DeviceBuffer dx(bytes), dr(bytes), dy(bytes), dro(bytes);
+  dx.Upload(x.data(), bytes);
+  dr.Upload(r.data(), bytes);
+  if (in_place) {
+    dy.Upload(x.data(), bytes);
+    dro.Upload(r.data(), bytes);
+  } else {
+    dy.Fill(kPoisonByte);
+    dro.Fill(kPoisonByte);
+  }
+  dy.ArmGuards();
+  dro.ArmGuards();
+  std::vector<HostBytes> weights;
+  std::vector<DeviceBuffer> device_weights;
+  std::vector<RmsNormSegment> table;
+  int64_t first = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    const DType weight_dtype = k % 3 == 2 ? DType::kFloat32 : dtype;
+    weights.push_back(RandomTensor(weight_dtype, static_cast<size_t>(hidden), -1.5f, 1.5f, rng));
+    device_weights.emplace_back(weights.back().size());
+    device_weights.back().Upload(weights.back().data(), weights.back().size());
+    const size_t at = static_cast<size_t>(first * hidden) * item;
+    RmsNormSegment s;
+    s.input = static_cast<const unsigned char*>(in_place ? dy.get() : dx.get()) + at;
+    s.output = static_cast<unsigned char*>(dy.get()) + at;
+    if (residual) {
+      s.residual = static_cast<const unsigned char*>(in_place ? dro.get() : dr.get()) + at;
+      s.residual_out = static_cast<unsigned char*>(dro.get()) + at;
+    }
+    s.weight = device_weights.back().get();
+    s.weight_dtype = weight_dtype;
+    s.first_row = first;
+    s.rows = counts[k];
+    s.eps = k % 2 == 0 ? 1e-6f : 1e-2f;
+    s.weight_offset = k % 4 == 1 ? 1.0f : 0.0f;
+    table.push_back(s);
+    first += counts[k];
+  }
+  NORMD_CUDA_OK(RunTable(dtype, hidden, total, table, /*host_copy=*/true, overrides));
+  EXPECT_TRUE(dy.GuardsIntact()) << label;
+  EXPECT_TRUE(dro.GuardsIntact()) << label;
+  HostBytes y(bytes), ro(bytes);
+  dy.Download(y.data(), bytes);
+  if (residual) dro.Download(ro.data(), bytes);
+  EXPECT_EQ(CountPoisoned(dtype, y.data(), count), 0) << label;
+  for (size_t k = 0; k < table.size(); ++k) {
+    if (counts[k] == 0) continue;
+    const size_t at = static_cast<size_t>(table[k].first_row * hidden) * item;
+    RmsNormSegment host = table[k];
+    host.input = x.data() + at;
+    host.residual = residual ? r.data() + at : nullptr;
+    host.weight = weights[k].data();
+    const std::string what = std::string(DTypeName(dtype)) + " H=" + std::to_string(hidden) +
+                             label + " segment " + std::to_string(k);
+    ASSERT_EQ(CheckRows(dtype, hidden, host, y.data() + at, residual ? ro.data() + at : nullptr,
+                        RowsToCheck(counts[k], hidden, rng), what),
+              0);
+  }
+}
+
+// Contiguous tables (a row's data found without the table: KernelParams::contiguous) with every
+// configuration such a table can run, forced, and the automatic choice; one empty segment; and a
+// table of 64 segments of 1-64 rows.
+TEST(RmsNormCudaBatched, ContiguousSegmentsEveryConfiguration) {
+  NORMD_REQUIRE_DEVICE();
+  Random rng(ProcessSeed() ^ 0x6868);
+  const cuda::internal::DeviceFeatures device = cuda::internal::CurrentDeviceFeatures();
+  std::vector<int64_t> many(64);
+  for (int64_t& c : many) c = 1 + static_cast<int64_t>(rng.Next() % 64);
+  for (const DType dtype : kDTypes) {
+    for (const int64_t hidden : {1024, 4096, 7168}) {
+      for (const bool residual : {false, true}) {
+        const cuda::internal::LaunchTraits traits =
+            TableTraits(dtype, hidden, 140, residual, cuda::internal::Alignment::kVector);
+        for (const auto& config : cuda::internal::CandidateConfigs(traits, device)) {
+          cuda::internal::LaunchOverrides overrides;
+          overrides.config = &config;
+          CheckContiguousSegments(dtype, hidden, {50, 1, 0, 64, 25}, residual, residual, overrides,
+                                  " contiguous, forced " + cuda::internal::Describe(config), rng);
+          if (HasFatalFailure()) return;
+        }
+        CheckContiguousSegments(dtype, hidden, many, residual, false, {},
+                                " contiguous, 64 segments", rng);
         if (HasFatalFailure()) return;
       }
     }

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Issue 8's whole grid on the GPU machine in one command: normd --backend=cuda (two workers, the
+# normd's whole serving grid on the GPU machine in one command: normd --backend=cuda (two workers, the
 # default) against normd-echo, bf16 H 4096, requests {1x4096, 64x4096, 4096x4096} x {plain, + residual}
 # x concurrency {1, 8, 64, 256}; then the stage target (32 MiB at c=8, two workers and one) and
 # requests per launch at 1x4096 c=64. Every point is measured in window pairs (normbench
 # --stability=0 --summary-windows=0), and its figure is the median of the pairs' throughput ratios.
-# The parts are run_server_h200.sh's steps with the settings of the runs in docs/BENCHMARKS.md
-# (docs/results/h200-serving-2026-12-0{2,3}-*/command.sh), one after another, every server stopped in
-# between (a normd left draining would hold the next one's metrics port):
+# The parts are run_server_h200.sh's steps with the settings of the runs behind docs/PERFORMANCE.md's
+# H200 tables, one after another, every server stopped in between (a normd left draining would hold
+# the next one's metrics port):
 #   small       1x4096 and 64x4096, every concurrency: six 1 s pairs a point                    (~6 min)
 #   large_c1_c8 4096x4096 at c=1 and 8: four 2 s pairs (--max-queue-bytes=4 GiB)                  (~2 min)
 #   large_c64   4096x4096 at c=64: three 6 s pairs (a request takes ~2 s there)                  (~3 min)

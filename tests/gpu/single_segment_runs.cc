@@ -19,17 +19,23 @@ Inputs::Inputs(DType dtype, int64_t hidden, int64_t rows, Random& rng)
       x(RandomTensor(dtype, count, -2.0f, 2.0f, rng)),
       r(RandomTensor(dtype, count, -2.0f, 2.0f, rng)),
       dx(bytes),
-      dr(bytes) {
+      dr(bytes),
+      dy(bytes),
+      dro(bytes),
+      dw(static_cast<size_t>(hidden) * 4) {
   dx.Upload(x.data(), bytes);
   dr.Upload(r.data(), bytes);
 }
 
-int64_t RunAndCheck(const Inputs& in, DType weight_dtype, bool residual, bool in_place,
-                    float offset, const cuda::RmsNormOptions& options, Random& rng,
-                    const std::string& what) {
+int64_t RunAndCheck(const Inputs& in, const RunSpec& spec, Random& rng, const std::string& what) {
   const DType dtype = in.dtype;
-  const HostBytes w = RandomTensor(weight_dtype, static_cast<size_t>(in.hidden), -1.5f, 1.5f, rng);
-  DeviceBuffer dy(in.bytes), dro(in.bytes), dw(w.size());
+  const bool residual = spec.residual;
+  const bool in_place = spec.in_place;
+  const HostBytes w =
+      RandomTensor(spec.weight_dtype, static_cast<size_t>(in.hidden), -1.5f, 1.5f, rng);
+  const DeviceBuffer& dy = in.dy;
+  const DeviceBuffer& dro = in.dro;
+  const DeviceBuffer& dw = in.dw;
   EXPECT_TRUE(in.dx.ok() && in.dr.ok() && dy.ok() && dro.ok() && dw.ok()) << what;
   dw.Upload(w.data(), w.size());
   if (in_place) {  // the kernel overwrites its inputs: run on copies of them
@@ -47,11 +53,12 @@ int64_t RunAndCheck(const Inputs& in, DType weight_dtype, bool residual, bool in
   seg.residual = residual ? (in_place ? dro.get() : in.dr.get()) : nullptr;
   seg.residual_out = residual ? dro.get() : nullptr;
   seg.weight = dw.get();
-  seg.weight_dtype = weight_dtype;
+  seg.weight_dtype = spec.weight_dtype;
   seg.rows = in.rows;
   seg.eps = (rng.Next() & 1) ? 1e-6f : 1e-5f;
-  seg.weight_offset = offset;
-  const cudaError_t launched = cuda::RmsNorm(dtype, in.hidden, seg, nullptr, options);
+  seg.weight_offset = spec.offset;
+  const cudaError_t launched =
+      cuda::internal::RmsNormWith(dtype, in.hidden, seg, nullptr, spec.options, spec.overrides);
   EXPECT_EQ(launched, cudaSuccess) << what << ": " << cudaGetErrorString(launched);
   const cudaError_t synced = cudaDeviceSynchronize();
   EXPECT_EQ(synced, cudaSuccess) << what << ": " << cudaGetErrorString(synced);
@@ -73,29 +80,18 @@ int64_t RunAndCheck(const Inputs& in, DType weight_dtype, bool residual, bool in
                    RowsToCheck(in.rows, in.hidden, rng), what);
 }
 
-void SweepRowsWeightsResidual(
-    DType dtype, int64_t hidden, const cuda::RmsNormOptions& options, const std::string& label,
-    Random& rng, const std::function<bool(int64_t, bool, const std::string&)>& admits) {
-  std::vector<int64_t> row_counts = {1, 19, 989};
-  if (hidden <= 4096) row_counts.push_back(70000);
-  std::vector<DType> weight_dtypes = {dtype};
-  if (dtype != DType::kFloat32) weight_dtypes.push_back(DType::kFloat32);
-  for (const int64_t rows : row_counts) {
-    const Inputs inputs(dtype, hidden, rows, rng);
-    for (const DType weight_dtype : weight_dtypes) {
-      for (const bool residual : {false, true}) {
-        const float offset = residual ? 1.0f : 0.0f;
-        const std::string what = std::string(DTypeName(dtype)) + label +
-                                 " H=" + std::to_string(hidden) + " rows=" + std::to_string(rows) +
-                                 " weight=" + DTypeName(weight_dtype) +
-                                 (residual ? " +residual" : "");
-        SCOPED_TRACE(what);
-        if (!admits(rows, residual, what)) continue;
-        ASSERT_EQ(RunAndCheck(inputs, weight_dtype, residual, false, offset, options, rng, what),
-                  0);
-      }
-    }
-  }
+cuda::internal::LaunchTraits TraitsOf(const Inputs& in, const RunSpec& spec) {
+  cuda::internal::LaunchTraits t;
+  t.dtype = in.dtype;
+  t.hidden = in.hidden;
+  t.rows = in.rows;
+  t.residual = spec.residual;
+  t.fp32_weights = in.dtype != DType::kFloat32 && spec.weight_dtype == DType::kFloat32;
+  t.alignment = (in.hidden * static_cast<int64_t>(ItemSize(in.dtype))) % 16 == 0
+                    ? cuda::internal::Alignment::kVector
+                    : cuda::internal::Alignment::kElement;
+  t.table = false;
+  return t;
 }
 
 }  // namespace normd::gputest

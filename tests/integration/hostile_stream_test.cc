@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -18,8 +19,10 @@
 #include "base/mutex.h"
 #include "normd/v1/normd.grpc.pb.h"
 #include "tests/integration/hostile_clients.h"
+#include "tests/integration/http_get.h"
 #include "tests/integration/normd_process.h"
 #include "tests/integration/tensor_util.h"
+#include "tests/wait_until.h"
 
 extern char** environ;
 
@@ -90,7 +93,10 @@ class SmallStream final : public grpc::ClientBidiReactor<NormalizeRequest, Norma
 
 // --max-concurrent-streams bounds the calls one connection has open in normd: with 60 streams held
 // open on one connection and a limit of 50, exactly 50 get their answer; the other 10 wait in the
-// client (not refused) and are served as soon as earlier streams close.
+// client (not refused) and are served as soon as earlier streams close. That no more than 50 got
+// through is read from normd itself once it has answered all it accepted: the 10 were started
+// before the first 50 were answered, on the same connection, so had normd let them through they
+// would have come with the first 50.
 TEST(HostileTest, StreamsBeyondTheConnectionLimitWaitForAFreeSlot) {
   NormdProcess server;
   ASSERT_TRUE(server.Start({"--backend=cpu", "--max-concurrent-streams=50"}).ok()) << server.log();
@@ -106,11 +112,14 @@ TEST(HostileTest, StreamsBeyondTheConnectionLimitWaitForAFreeSlot) {
     streams.push_back(std::make_unique<SmallStream>(stub.get(), &request, 1, &done, &ok, &responses,
                                                     /*half_close_when_told=*/true));
   }
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (responses.load() < kLimit && absl::Now() < deadline)
-    absl::SleepFor(absl::Milliseconds(10));
-  absl::SleepFor(
-      absl::Milliseconds(500));  // time for any stream past the limit to get through, wrongly
+  ASSERT_TRUE(WaitUntil([&] { return responses.load() >= kLimit; }))
+      << responses.load() << " streams answered of the " << kLimit << " allowed";
+  // Every request normd accepted has been answered, and it answered as many as the limit allows.
+  EXPECT_EQ(WaitForNoInflight(server), 0);
+  EXPECT_EQ(ScrapeSum(server.metrics_port(), "normd_requests_total",
+                      {{"method", "NormalizeStream"}, {"code", "OK"}}),
+            kLimit)
+      << "normd answered streams past the limit while " << kStreams << " were held open";
   EXPECT_EQ(responses.load(), kLimit) << "streams answered while " << kStreams << " were held open";
   for (auto& stream : streams) stream->Close();
   done.Wait();
@@ -136,6 +145,8 @@ TEST(HostileTest, TwoThousandStreamsOnOneConnection) {
     streams.push_back(
         std::make_unique<SmallStream>(stub.get(), &request, 3, &done, &ok, &responses));
   }
+  EXPECT_TRUE(good.WaitForMoreCalls(3))
+      << "the well-behaved client was not served beside 2000 streams";
   done.Wait();
   std::printf("[figure] 2000 streams on one connection: %d ok, %d responses, in %s\n", ok.load(),
               responses.load(), absl::FormatDuration(absl::Now() - start).c_str());
@@ -163,31 +174,87 @@ TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
   std::thread writer([&] {
     for (int i = 0; i < kOffered && call->Write(request); ++i) written.fetch_add(1);
   });
-  // Flow control stops the writer once the server has stopped reading: wait until it stalls.
-  int last = -1;
-  while (written.load() != last) {
+  // normd takes kMaxInflight of the stream's requests and then reads no more of it (the good
+  // client may have one more in flight).
+  EXPECT_TRUE(WaitUntil([&] { return InflightRequests(server) >= kMaxInflight; }))
+      << "normd never held the stream's " << kMaxInflight << " requests";
+  // Flow control then stops the writer once gRPC's windows are full. That nothing more is written
+  // can only be seen as no progress: the writer is taken as stalled once a full second of real time
+  // passes without a write. (A pause of the machine can only make that come early, which makes the
+  // check below less sensitive, never fail on a server that works.)
+  for (int last = -1; written.load() != last && written.load() < kOffered;) {
     last = written.load();
-    absl::SleepFor(absl::Milliseconds(500));
+    absl::SleepFor(absl::Seconds(1));
   }
   const int64_t rss_stalled = server.ResidentBytes();
-  absl::SleepFor(absl::Seconds(1));
+  // Served while the stream is stalled; and normd's memory has not grown meanwhile.
+  EXPECT_TRUE(good.WaitForMoreCalls(3))
+      << "the well-behaved client was not served beside a never-read stream";
   const int64_t rss_later = server.ResidentBytes();
   std::printf(
       "[figure] never-read stream (--stream-max-inflight=%d, 1 MiB requests): client wrote %d of "
-      "%d, "
-      "server RSS +%.1f MiB (stalled), +%.1f MiB (1 s later)\n",
+      "%d, server RSS +%.1f MiB (stalled), +%.1f MiB (after 3 more good calls)\n",
       kMaxInflight, written.load(), kOffered,
       static_cast<double>(rss_stalled - rss_before) / (1 << 20),
       static_cast<double>(rss_later - rss_before) / (1 << 20));
   EXPECT_LT(written.load(), kOffered) << "the writer was never stopped by flow control";
   // The server holds at most kMaxInflight requests and responses (8 MiB) plus HTTP/2 windows and
   // buffers; 64 MiB is a bound that reading the 256 MiB offered would break.
-  if (!kSanitizedBuild) EXPECT_LT(rss_later - rss_before, int64_t{64} << 20);
+  if (!kSanitizedBuild) {
+    EXPECT_LT(rss_stalled - rss_before, int64_t{64} << 20);
+    EXPECT_LT(rss_later - rss_before, int64_t{64} << 20);
+  }
   context.TryCancel();
   writer.join();
   call->Finish();
   ExpectServedNormally("never-read stream", good.Stop());
   EXPECT_EQ(WaitForNoInflight(server), 0);
+}
+
+// A stream that writes and never reads keeps its unsent responses in normd: they stay charged
+// against --max-memory-bytes until written, so a request that no longer fits is refused at once,
+// naming the budget, and the charge comes back when the stream goes.
+TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
+  NormdProcess server;
+  // 64 MiB: requests and responses admitted up to 32 MiB; each 1 MiB request charges 2 MiB.
+  ASSERT_TRUE(server.Start({"--backend=cpu", "--max-memory-bytes=67108864"}).ok()) << server.log();
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  std::mt19937 rng(7);
+  const NormalizeRequest request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);  // 1 MiB
+  grpc::ClientContext context;
+  auto call = stub->NormalizeStream(&context);
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    for (int i = 0; i < 256 && call->Write(request); ++i) written.fetch_add(1);
+  });
+  // Calls Normalize until `done` holds for its status (or 200 tries); returns the last status.
+  NormalizeResponse response;
+  auto call_until = [&](const std::function<bool(const grpc::Status&)>& done) {
+    grpc::Status status;
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      grpc::ClientContext unary;
+      unary.set_deadline(In(absl::Seconds(30)));
+      status = stub->Normalize(&unary, request, &response);
+      if (done(status)) break;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return status;
+  };
+  // The silent stream fills the admitted share: a unary call of the same size is refused, saying
+  // why. (Polled: the stream's requests are admitted as normd reads them.)
+  const grpc::Status refused = call_until(
+      [](const grpc::Status& s) { return s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED; });
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("--max-memory-bytes"), std::string::npos)
+      << refused.error_message();
+  context.TryCancel();
+  writer.join();
+  call->Finish();
+  EXPECT_EQ(WaitForNoInflight(server), 0);
+  // The stream is gone, and with it its charge: the same request is answered.
+  const grpc::Status answered = call_until([](const grpc::Status& s) { return s.ok(); });
+  ASSERT_TRUE(answered.ok()) << answered.error_message();
+  EXPECT_EQ(CompareWithReference(request, response), "");
 }
 
 // Runs only in a child copy of this binary (see ClientsThatVanishMidStreamAndMidBatch): streams and
@@ -293,15 +360,12 @@ TEST(HostileTest, ClientsThatVanishMidStreamAndMidBatch) {
   for (int round = 0; round < 3; ++round) {
     pid_t child = -1;
     ASSERT_EQ(posix_spawn(&child, self.c_str(), nullptr, nullptr, argv.data(), envp.data()), 0);
-    // Kill it once it has requests in the server (or after 3 s, whichever comes first).
-    const absl::Time give_up = absl::Now() + absl::Seconds(3);
-    absl::SleepFor(absl::Milliseconds(300));
-    // Counts what the loop saw: a second scrape could find the child between requests (seen under
-    // ASan).
+    // Kill it once it has requests in the server: more in flight than the well-behaved client's
+    // one. Counts what the wait saw: a second scrape could find the child between requests (seen
+    // under ASan).
     int64_t inflight = 0;
-    while ((inflight = InflightRequests(server)) <= 0 && absl::Now() < give_up)
-      absl::SleepFor(absl::Milliseconds(2));
-    killed_with_inflight += inflight > 0;
+    WaitUntil([&] { return (inflight = InflightRequests(server)) > 1; });
+    killed_with_inflight += inflight > 1;
     kill(child, SIGKILL);
     waitpid(child, nullptr, 0);
   }
@@ -310,7 +374,7 @@ TEST(HostileTest, ClientsThatVanishMidStreamAndMidBatch) {
       "flight "
       "%d of 3 times\n",
       cancelled.load(), completed.load(), killed_with_inflight);
-  EXPECT_GT(killed_with_inflight, 0);
+  EXPECT_EQ(killed_with_inflight, 3);
   // Every slot the vanished clients held is released, and the server answers as before.
   EXPECT_EQ(WaitForNoInflight(server), 0) << server.log();
   ExpectServedNormally("vanishing clients", good.Stop());

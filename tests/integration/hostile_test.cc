@@ -127,6 +127,8 @@ TEST(HostileTest, BytesThatAreNotAProtobufAreRefused) {
     BadStreamMessage stream(server.NewChannel(), valid, c.bytes);
     EXPECT_EQ(stream.responses(), 1) << c.name;
     EXPECT_FALSE(stream.status().ok()) << c.name << ": a stream with a bad message ended OK";
+    EXPECT_TRUE(good.WaitForMoreCalls(1))
+        << "after " << c.name << ": the well-behaved client was not served";
   }
   ExpectServedNormally("not a protobuf", good.Stop());
   EXPECT_EQ(WaitForNoInflight(server), 0);
@@ -182,6 +184,8 @@ TEST(HostileTest, ShapesThatLieAboutTheirSizeAreRefused) {
           << c.name << (stream ? " (stream)" : "") << ": " << status.error_code() << " "
           << status.error_message();
     }
+    EXPECT_TRUE(good.WaitForMoreCalls(1))
+        << "after " << c.name << ": the well-behaved client was not served";
   }
   ExpectServedNormally("lying shapes", good.Stop());
   // Nothing was allocated for the shapes claimed (2^40 rows would be 16 PiB).
@@ -196,11 +200,15 @@ TEST(HostileTest, OneMicrosecondDeadlinesUnderConcurrency) {
   auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
   std::mt19937 rng(9);
   const NormalizeRequest request = MakeRequest(DType::kFloat32, 128, 4096, false, rng);
-  std::atomic<int> exceeded{0}, ok{0}, other{0};
+  std::atomic<int> exceeded{0}, ok{0}, other{0}, calls{0};
+  // Each thread makes at least 50 calls, and goes on until the well-behaved client has been served
+  // three times while they all ran.
+  std::atomic<bool> good_served{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
-      for (int i = 0; i < 50; ++i) {
+      for (int i = 0; i < 50 || !good_served.load(); ++i) {
+        ++calls;
         grpc::ClientContext context;
         context.set_deadline(std::chrono::system_clock::now() + std::chrono::microseconds(1));
         NormalizeResponse response;
@@ -226,9 +234,12 @@ TEST(HostileTest, OneMicrosecondDeadlinesUnderConcurrency) {
       }
     });
   }
+  EXPECT_TRUE(good.WaitForMoreCalls(3))
+      << "the well-behaved client was not served during the 1 us deadline calls";
+  good_served.store(true);
   for (auto& t : threads) t.join();
-  std::printf("[figure] 1 us deadlines: %d DEADLINE_EXCEEDED, %d ok, %d other of 400\n",
-              exceeded.load(), ok.load(), other.load());
+  std::printf("[figure] 1 us deadlines: %d DEADLINE_EXCEEDED, %d ok, %d other of %d\n",
+              exceeded.load(), ok.load(), other.load(), calls.load());
   EXPECT_EQ(other.load(), 0);
   EXPECT_GT(exceeded.load(), 0);
   EXPECT_EQ(WaitForNoInflight(server), 0);

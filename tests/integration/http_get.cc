@@ -5,7 +5,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 
 namespace normd::testing {
 
@@ -37,6 +40,26 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
     return absl::InternalError(absl::StrCat("GET ", path, ": ", status_line));
   }
   return response.substr(body + 4);
+}
+
+double ScrapeSum(int port, const std::string& family,
+                 const std::map<std::string, std::string>& labels) {
+  absl::StatusOr<std::string> text = HttpGet(port, "/metrics");
+  if (!text.ok()) return -1;
+  double sum = 0;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    // "family value" or "family{name="value",...} value"
+    if (!absl::StartsWith(line, family) || line.size() == family.size()) continue;
+    const char next = line[family.size()];
+    if (next != ' ' && next != '{') continue;
+    const size_t value_at = line.rfind(' ');
+    const absl::string_view series = line.substr(0, value_at);
+    bool matches = true;
+    for (const auto& [name, value] : labels)
+      matches &= absl::StrContains(series, absl::StrCat(name, "=\"", value, "\""));
+    if (matches) sum += std::stod(std::string(line.substr(value_at + 1)));
+  }
+  return sum;
 }
 
 }  // namespace normd::testing

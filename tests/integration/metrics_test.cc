@@ -16,6 +16,7 @@
 #include "tests/integration/http_get.h"
 #include "tests/integration/normd_process.h"
 #include "tests/integration/tensor_util.h"
+#include "tests/wait_until.h"
 
 namespace normd::testing {
 namespace {
@@ -197,20 +198,17 @@ TEST(MetricsTest, FamiliesAndCountsMatchTheLoadAndPromtoolIsClean) {
               e.Sum("normd_launches_total"));
   }
   // What the server records after it has answered (a launch's reply stage, the in-flight gauge's
-  // decrement) may land just after the client has its response: scrape again, for up to 2 s,
-  // until the figure is the one expected.
+  // decrement) may land just after the client has its response: scrape again until the figure is
+  // the one expected (or a generous bound passes, and the last figure seen is reported).
   auto settled = [&](const std::string& family, const std::map<std::string, std::string>& labels,
                      double want) {
     double got = e.Sum(family, labels);
-    for (int i = 0; i < 100 && got != want; ++i) {
-      absl::SleepFor(absl::Milliseconds(20));
+    WaitUntil([&] {
+      if (got == want) return true;
       absl::StatusOr<std::string> again = HttpGet(server.metrics_port(), "/metrics");
-      if (!again.ok()) {
-        ADD_FAILURE() << "scraping /metrics again: " << again.status();
-        break;
-      }
-      got = Parse(*again).Sum(family, labels);
-    }
+      if (again.ok()) got = Parse(*again).Sum(family, labels);
+      return got == want;
+    });
     return got;
   };
   EXPECT_EQ(settled("normd_stage_duration_seconds_count", {{"stage", "reply"}},

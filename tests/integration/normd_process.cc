@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -38,10 +39,11 @@ NormdProcess::NormdProcess(std::string binary)
     : is_normd_(binary.empty()), binary_(binary.empty() ? NormdBinary() : std::move(binary)) {}
 
 NormdProcess::~NormdProcess() {
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+  {
+    normd::MutexLock lock(&mu_);
+    if (pid_ > 0 && !exited_) kill(pid_, SIGKILL);
   }
+  if (reaper_.joinable()) reaper_.join();
   if (reader_.joinable()) reader_.join();
 }
 
@@ -54,6 +56,20 @@ void NormdProcess::CollectStderr(int fd) {
     log_.append(buf, static_cast<size_t>(n));
   }
   close(fd);
+  normd::MutexLock lock(&mu_);
+  stderr_closed_ = true;
+}
+
+void NormdProcess::AwaitExit(pid_t pid) {
+  // WNOWAIT leaves the process a zombie, so that its pid cannot be reused before exited_ is set.
+  siginfo_t info;
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+  }
+  normd::MutexLock lock(&mu_);
+  int status = -1;
+  if (waitpid(pid, &status, 0) != pid) status = -1;
+  exit_status_ = status;
+  exited_ = true;
 }
 
 std::string NormdProcess::log() const {
@@ -61,13 +77,26 @@ std::string NormdProcess::log() const {
   return log_;
 }
 
+bool NormdProcess::AwaitLog(const std::function<bool(const std::string&)>& found,
+                            absl::Time deadline) const {
+  struct Args {
+    const NormdProcess* process;
+    const std::function<bool(const std::string&)>* found;
+  } args{this, &found};
+  normd::MutexLock lock(&mu_);
+  // Evaluated with mu_ held, whenever the reader thread has appended to the log.
+  mu_.AwaitWithDeadline(absl::Condition(
+                            +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                              return a->process->stderr_closed_ || (*a->found)(a->process->log_);
+                            },
+                            &args),
+                        deadline);
+  return found(log_);
+}
+
 bool NormdProcess::WaitForLog(const std::string& part, absl::Duration timeout) const {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (log().find(part) == std::string::npos) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return true;
+  return AwaitLog([&](const std::string& log) { return log.find(part) != std::string::npos; },
+                  absl::Now() + timeout);
 }
 
 absl::Status NormdProcess::Start(const std::vector<std::string>& args, absl::Duration timeout) {
@@ -103,47 +132,41 @@ absl::Status NormdProcess::Start(const std::vector<std::string>& args, absl::Dur
     return absl::InternalError(absl::StrCat("could not start ", binary_, ": errno ", rc));
   }
   reader_ = std::thread([this, fd = pipe_fds[0]] { CollectStderr(fd); });
+  reaper_ = std::thread([this, pid = pid_] { AwaitExit(pid); });
 
-  const absl::Time deadline = absl::Now() + timeout;
-  static const std::regex kListening(R"(listening on [^ ]*:(\d+))");
-  while (port_ == 0) {
-    std::smatch match;
-    const std::string text = log();
-    if (std::regex_search(text, match, kListening)) {
-      port_ = std::stoi(match[1]);
-      break;
-    }
-    int status;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return absl::InternalError(
-          absl::StrCat(binary_, " exited before listening; its log:\n", log()));
-    }
-    if (absl::Now() > deadline)
-      return absl::DeadlineExceededError("normd did not report its port:\n" + log());
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  absl::Status serving = WaitForServing(NewChannel(), deadline - absl::Now());
-  static const std::regex kMetrics(R"(metrics on [^ ]*:(\d+))");
+  // The port ends where a space or the line's end follows it, so that a port read in pieces is
+  // not taken for a shorter one.
+  static const std::regex kListening(R"(listening on [^ \n]*:(\d+)[ \n])");
   std::smatch match;
-  const std::string text = log();
+  const absl::Time deadline = absl::Now() + timeout;
+  if (!AwaitLog([&](const std::string& log) { return std::regex_search(log, kListening); },
+                deadline)) {
+    normd::MutexLock lock(&mu_);
+    // Stderr closes when the process ends: wait for that, so that the exit is what is reported.
+    mu_.AwaitWithDeadline(absl::Condition(&exited_), deadline);
+    if (exited_) {
+      return absl::InternalError(absl::StrCat(binary_, " exited before listening (status ",
+                                              exit_status_, "); its log:\n", log_));
+    }
+    return absl::DeadlineExceededError("normd did not report its port:\n" + log_);
+  }
+  std::string text = log();
+  std::regex_search(text, match, kListening);
+  port_ = std::stoi(match[1]);
+  absl::Status serving = WaitForServing(NewChannel(), deadline - absl::Now());
+  // The metrics line comes before the listening line.
+  static const std::regex kMetrics(R"(metrics on [^ \n]*:(\d+)[ \n])");
+  text = log();
   if (std::regex_search(text, match, kMetrics)) metrics_port_ = std::stoi(match[1]);
   return serving;
 }
 
 int NormdProcess::StopWith(int signal, absl::Duration timeout) {
+  normd::MutexLock lock(&mu_);
   if (pid_ <= 0) return -1;
-  kill(pid_, signal);
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    int status;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return status;
-    }
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return -1;
+  if (!exited_) kill(pid_, signal);
+  if (!mu_.AwaitWithDeadline(absl::Condition(&exited_), absl::Now() + timeout)) return -1;
+  return exit_status_;
 }
 
 std::shared_ptr<grpc::Channel> NormdProcess::NewChannel(
@@ -165,21 +188,26 @@ int64_t NormdProcess::ResidentBytes() const {
 
 absl::Status WaitForServing(const std::shared_ptr<grpc::Channel>& channel, absl::Duration timeout) {
   auto stub = grpc::health::v1::Health::NewStub(channel);
-  const absl::Time deadline = absl::Now() + timeout;
-  std::string last;
-  while (absl::Now() < deadline) {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(std::min(deadline, absl::Now() + absl::Seconds(2))));
-    grpc::health::v1::HealthCheckRequest request;
-    grpc::health::v1::HealthCheckResponse response;
-    const grpc::Status status = stub->Check(&context, request, &response);
-    if (status.ok() && response.status() == grpc::health::v1::HealthCheckResponse::SERVING) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  context.set_wait_for_ready(true);  // the port may not accept connections yet
+  grpc::health::v1::HealthCheckRequest request;
+  std::unique_ptr<grpc::ClientReader<grpc::health::v1::HealthCheckResponse>> watch =
+      stub->Watch(&context, request);
+  grpc::health::v1::HealthCheckResponse response;
+  std::string last = "none";
+  while (watch->Read(&response)) {
+    if (response.status() == grpc::health::v1::HealthCheckResponse::SERVING) {
+      context.TryCancel();
+      watch->Finish();
       return absl::OkStatus();
     }
-    last = status.ok() ? absl::StrCat("status ", response.status()) : status.error_message();
-    absl::SleepFor(absl::Milliseconds(20));
+    last = absl::StrCat("status ", response.status());
   }
-  return absl::DeadlineExceededError("normd never reported SERVING; last answer: " + last);
+  const grpc::Status status = watch->Finish();
+  return absl::DeadlineExceededError(
+      absl::StrCat("normd never reported SERVING; last status: ", last, "; the watch ended with ",
+                   status.error_code(), " ", status.error_message()));
 }
 
 }  // namespace normd::testing

@@ -5,12 +5,17 @@
 // background (so that a chatty server never blocks on a full pipe) and can be inspected by the
 // test. Channels are plaintext unless the test sets credentials (a TLS server:
 // set_channel_credentials).
+//
+// Every wait here ends on an event: a log line arriving, stderr closing, the process exiting (a
+// thread blocks in waitid for it), a health status pushed by grpc.health.v1's Watch. The timeouts
+// only bound how long a broken build hangs.
 #ifndef NORMD_TESTS_INTEGRATION_NORMD_PROCESS_H_
 #define NORMD_TESTS_INTEGRATION_NORMD_PROCESS_H_
 
 #include <grpcpp/grpcpp.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -43,8 +48,8 @@ class NormdProcess {
   absl::Status Start(const std::vector<std::string>& args = {},
                      absl::Duration timeout = absl::Seconds(30));
 
-  // Sends `signal` and waits for the exit; returns the exit status as from waitpid, or -1 on
-  // timeout.
+  // Sends `signal` (unless the process has exited already) and waits for the exit; returns the
+  // exit status as from waitpid, or -1 on timeout or if it was never started.
   int StopWith(int signal, absl::Duration timeout = absl::Seconds(60));
 
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
@@ -57,14 +62,17 @@ class NormdProcess {
   std::shared_ptr<grpc::Channel> NewChannel(
       const std::shared_ptr<grpc::ChannelCredentials>& credentials) const;
   std::string log() const;
-  // Waits up to `timeout` for `part` to appear in the log; true once it has. A process that exits
-  // at start can be seen gone before its last line has been collected.
-  bool WaitForLog(const std::string& part, absl::Duration timeout = absl::Seconds(5)) const;
+  // Waits until `part` appears in the log (true) or the process's stderr closes without it, or
+  // `timeout` passes (false).
+  bool WaitForLog(const std::string& part, absl::Duration timeout = absl::Seconds(30)) const;
   // Resident set size in bytes from /proc, or -1.
   int64_t ResidentBytes() const;
 
  private:
   void CollectStderr(int fd);
+  void AwaitExit(pid_t pid);
+  // Waits until `found` holds for the log or stderr has closed; returns whether it holds.
+  bool AwaitLog(const std::function<bool(const std::string&)>& found, absl::Time deadline) const;
 
   const bool is_normd_;
   const std::string binary_;
@@ -72,9 +80,15 @@ class NormdProcess {
   pid_t pid_ = -1;
   int port_ = 0;
   int metrics_port_ = 0;
-  std::thread reader_;
+  std::thread reader_;  // collects stderr until it closes
+  std::thread reaper_;  // waits for the exit, then reaps the process
   mutable normd::Mutex mu_;
   std::string log_ ABSL_GUARDED_BY(mu_);
+  bool stderr_closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Set when the process has exited and been reaped: its pid may then be another process's, so
+  // signals are sent only under mu_ while this is false.
+  bool exited_ ABSL_GUARDED_BY(mu_) = false;
+  int exit_status_ ABSL_GUARDED_BY(mu_) = -1;
 };
 
 // True in a sanitizer build (the test and the normd it starts are built alike). Resident-memory
@@ -97,7 +111,7 @@ inline constexpr bool kThreadSanitizer = false;
 // "cpu". NormdProcess rewrites every --backend=... argument to it.
 std::string TestBackend();
 
-// Waits for grpc.health.v1 Check("") to answer SERVING.
+// Waits for grpc.health.v1 to report SERVING for "" (watching it: the server pushes each change).
 absl::Status WaitForServing(const std::shared_ptr<grpc::Channel>& channel, absl::Duration timeout);
 
 }  // namespace normd::testing

@@ -9,7 +9,12 @@ tell a leak from memory the allocator keeps after a burst; reported, not judged)
 words them:
   - zero errors;
   - resident memory growth under 5% from the end of the first period (warm-up) to the end;
-  - p99 latency stable: the last period's p99 within --p99-tolerance of the first's, per shape.
+  - p99 latency stable: the last period's p99 within --p99-tolerance of the first's, per shape;
+  - and no period's p99 over --p99-ratio times the first period's, per shape (the standing judged over
+    10 minutes: 1.5).
+Once a second it also samples the machine (machine_sampler.py: CPU busy and steal, normd's and the
+load generators' CPU, normd's page faults and preemptions) into machine.csv, and lays every 10-s window's
+p99 beside what the machine did in it (windows.csv, and the correlations in soak.md).
 The full run is 10 periods of 60 s (outside CI, results in docs/RELIABILITY.md); CI runs 6 of 10 s.
 
     python3 tests/soak/soak.py --build=build/cpu --periods=10 --period=60 --out=/tmp/soak
@@ -24,6 +29,7 @@ import subprocess
 import sys
 import time
 
+from machine_sampler import MachineSampler, pearson
 from normd_run import (heap_in_use_bytes, metrics_address, parse_cpu_list, pinned_to, rss_bytes, start_normd,
                        stop_normd)
 
@@ -56,6 +62,28 @@ def read_row(path):
     return rows[-1]
 
 
+def machine_report(args, sampler, window_rows):
+    """Writes machine.csv and windows.csv; returns report lines: how each 10-s window's p99 moved with
+    what the machine did in it (Pearson r over the windows, per shape)."""
+    sampler.stop()
+    sampler.write_csv(os.path.join(args.out, "machine.csv"))
+    fields = ["busy_cores", "steal_cores", "normd_cores", "clients_cores", "others_cores", "normd_minflt_per_s",
+              "normd_invol_cs_per_s", "normd_rss_mib"]
+    with open(os.path.join(args.out, "windows.csv"), "w") as f:
+        f.write("period,shape,start,end,p99_us," + ",".join(fields) + "\n")
+        for k, i, start, end, p99 in window_rows:
+            means = [sampler.mean_over(start, end, field) for field in fields]
+            f.write(f"{k},{i},{start:.1f},{end:.1f},{p99:.0f}," + ",".join(f"{m:.3f}" for m in means) + "\n")
+    lines = []
+    for i, shape in enumerate(SHAPES):
+        ws = [w for w in window_rows if w[1] == i]
+        p99 = [w[4] for w in ws]
+        r = {field: pearson([sampler.mean_over(w[2], w[3], field) for w in ws], p99) for field in fields}
+        lines.append(f"window p99 of {shape[0]}x{shape[1]} {shape[2]} against the machine (Pearson r over "
+                     f"{len(ws)} windows): " + ", ".join(f"{k} {v:+.2f}" for k, v in r.items()))
+    return lines
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default="build/cpu")
@@ -66,6 +94,8 @@ def main():
     p.add_argument("--p99-tolerance", type=float, default=0.20)
     p.add_argument("--p99-window", type=int, default=1,
                    help="compare the median p99 of this many first periods with that of as many last ones")
+    p.add_argument("--p99-ratio", type=float, default=1.5,
+                   help="bound on any period's p99 over the first period's, per shape")
     p.add_argument("--rss-tolerance", type=float, default=0.05)
     p.add_argument("--out", default="/tmp/normd-soak")
     p.add_argument("--errors-only", action="store_true",
@@ -80,6 +110,10 @@ def main():
 
     normd, target = start_normd(args.build, args.out, [f"--backend={args.backend}"], "soak", args.server_cpus)
     metrics = metrics_address(args.out)
+    client_pids = []
+    sampler = MachineSampler(normd.pid, client_pids)
+    sampler.start()
+    window_rows = []  # (period, shape, window start, end, p99 us)
     failures = []
     report = []
     if args.server_cpus is not None or args.client_cpus is not None:
@@ -102,6 +136,7 @@ def main():
         periods = []
         for k in range(args.periods):
             procs = []
+            period_start = time.time()
             for i, shape in enumerate(SHAPES):
                 path = os.path.join(args.out, f"period{k}_shape{i}.csv")
                 windows_path = os.path.join(args.out, f"period{k}_shape{i}_windows.csv")
@@ -113,6 +148,7 @@ def main():
                          "--warmup=0s", f"--window={window}s", "--stability=0", "--summary-windows=0",
                          f"--window-csv={windows_path}"]
                 procs.append((path, normbench(args, target, shape, extra, path)))
+                client_pids.append(procs[-1][1].pid)
             rows = []
             worst = []  # per shape: the highest p99 of the period's windows
             for path, proc in procs:
@@ -124,6 +160,12 @@ def main():
                 else:
                     rows.append(read_row(path))
                     worst.append(worst_window_p99(path.replace(".csv", "_windows.csv")))
+                    with open(path.replace(".csv", "_windows.csv"), newline="") as f:
+                        for w in csv.DictReader(f):
+                            if w["server"] == "target":
+                                end = period_start + float(w["end_s"])
+                                window_rows.append((k, len(rows) - 1, end - window, end, float(w["p99_us"])))
+            client_pids.clear()
             rss = rss_bytes(normd.pid)
             heap = heap_in_use_bytes(metrics)
             periods.append((rows, rss, heap))
@@ -164,7 +206,16 @@ def main():
                               f"{p99_last:.0f} us: {100 * drift:+.1f}% (bound ±{100 * args.p99_tolerance:.0f}%)")
                 if abs(drift) > args.p99_tolerance and not args.errors_only:
                     failures.append(f"p99 of {shape[0]}x{shape[1]} {shape[2]} moved {100 * drift:+.1f}%")
+                p99s = [float(p[0][i]["p99_us"]) for p in periods if p[0][i]]
+                ratio = max(p99s) / p99s[0]
+                report.append(f"p99 {shape[0]}x{shape[1]} {shape[2]} per period (us): "
+                              f"{' '.join(f'{v:.0f}' for v in p99s)}; highest / first {ratio:.2f} "
+                              f"(bound {args.p99_ratio:g})")
+                if ratio > args.p99_ratio and not args.errors_only:
+                    failures.append(f"p99 of {shape[0]}x{shape[1]} {shape[2]} reached {ratio:.2f} x the first period's")
+        report += machine_report(args, sampler, window_rows)
     finally:
+        sampler.stop()
         if not stop_normd(normd):
             failures.append("normd did not exit within 60 s of SIGTERM")
     report.append("result: " + ("PASS" if not failures else "FAIL: " + "; ".join(failures)))

@@ -80,15 +80,17 @@ TEST(CopyPoolTest, LaunchesUnderTheThresholdAreCopiedByTheCallerAlone) {
   EXPECT_EQ(pool.split_launches(), 0) << "a launch under the threshold woke the helpers";
   CheckOneLaunch(pool, rng, {(1 << 20) + 64}, /*streaming=*/true);
   EXPECT_EQ(pool.split_launches(), 1);
-  // The default threshold splits the 512 KiB launch; a threshold of 0 splits even a 1-byte one, and
-  // every byte still lands where it belongs.
+  // The default threshold splits the 512 KiB launch; a threshold of 0 splits every launch of more
+  // than one piece (a single piece has no one to share it with), and every byte still lands where
+  // it belongs.
   CopyPool by_default(4, absl::ZeroDuration());
   CheckOneLaunch(by_default, rng, std::vector<int64_t>(32, 16 << 10), /*streaming=*/false);
   EXPECT_EQ(by_default.split_launches(), 1);
   CopyPool always(3, absl::ZeroDuration(), /*parallel_min_bytes=*/0);
   CheckOneLaunch(always, rng, {1}, /*streaming=*/false);
+  EXPECT_EQ(always.split_launches(), 0);
   CheckOneLaunch(always, rng, {5, 100, 3}, /*streaming=*/true);
-  EXPECT_EQ(always.split_launches(), 2);
+  EXPECT_EQ(always.split_launches(), 1);
 }
 
 TEST(CopyPoolTest, LaunchAfterLaunchWithHelpersSleepingOrPolling) {

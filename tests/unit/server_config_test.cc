@@ -3,6 +3,7 @@
 #include "server/config/server_config.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <string>
 #include <vector>
@@ -193,6 +194,20 @@ TEST(ServerConfigTest, SharedMemoryIsOffByDefaultAndTakesItsKinds) {
     EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(bad.status().message().find(message), std::string::npos) << bad.status();
   }
+}
+
+// The tuning flags live in their own file (kept out of --help) but are still normd's: their
+// environment twins apply, and the command line still wins.
+TEST(ServerConfigTest, TuningFlagsReadTheirEnvironmentTwins) {
+  absl::FlagSaver restore_flags;
+  ASSERT_EQ(setenv("NORMD_COMPANY_MEMORY", "3", /*overwrite=*/1), 0);
+  absl::StatusOr<ServerConfig> from_env = Load({});
+  absl::StatusOr<ServerConfig> from_line = Load({"--company-memory=5"});
+  ASSERT_EQ(unsetenv("NORMD_COMPANY_MEMORY"), 0);
+  ASSERT_TRUE(from_env.ok()) << from_env.status();
+  ASSERT_TRUE(from_line.ok()) << from_line.status();
+  EXPECT_EQ(from_env->batch.company_memory, 3);
+  EXPECT_EQ(from_line->batch.company_memory, 5);
 }
 
 }  // namespace

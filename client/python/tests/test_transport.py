@@ -1,0 +1,21 @@
+"""Transport choice: "auto" and "bytes" carry every input today; others are refused by name."""
+
+import numpy as np
+import pytest
+
+import normd
+
+
+def test_auto_and_bytes(server):
+    x = np.ones((2, 16), np.float32)
+    for name in ("auto", "bytes"):
+        with normd.Client(server.address, transport=name) as client:
+            assert client.transport_for(x) == "bytes"
+            assert np.allclose(client.rms_norm(x, np.ones(16, np.float32)), 1.0, atol=1e-5)
+    assert normd.available_transports() == ["auto", "bytes"]
+
+
+@pytest.mark.parametrize("name", ["shm", "cuda_ipc", ""])
+def test_unknown_transport_is_refused(name):
+    with pytest.raises(ValueError, match="auto, bytes"):
+        normd.Client("127.0.0.1:1", transport=name)
