@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "kernels/dtype.h"
 #include "tests/integration/http_get.h"
+#include "tests/wait_until.h"
 
 namespace normd::testing {
 
@@ -63,13 +64,12 @@ absl::StatusOr<double> MetricSample(int metrics_port, const std::string& series)
 
 bool WaitForMetric(int metrics_port, const std::string& series, double value,
                    absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (true) {
-    absl::StatusOr<double> got = MetricSample(metrics_port, series);
-    if (got.ok() && *got == value) return true;
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+  return WaitUntil(
+      [&] {
+        absl::StatusOr<double> got = MetricSample(metrics_port, series);
+        return got.ok() && *got == value;
+      },
+      timeout);
 }
 
 }  // namespace normd::testing

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "client/normd_client.h"
 #include "tests/integration/suite_normd.h"
+#include "tests/wait_until.h"
 
 namespace normd::testing {
 
@@ -41,9 +42,9 @@ absl::StatusOr<InlineResult> ComputeInline(Client& client, std::span<const uint1
 // The value of the sample `series` (a name with its labels as exposed, e.g.
 // `normd_shared_memory_regions{kind="system"}`) on normd's /metrics, or an error.
 absl::StatusOr<double> MetricSample(int metrics_port, const std::string& series);
-// Waits until that sample equals `value` (scraping every 20 ms); true once it does.
+// Waits until that sample equals `value` (WaitUntil's polling); true once it does.
 bool WaitForMetric(int metrics_port, const std::string& series, double value,
-                   absl::Duration timeout = absl::Seconds(20));
+                   absl::Duration timeout = kGenerousWait);
 
 // A suite sharing one normd with shared memory on, served on a Unix socket of its own as well as
 // loopback. The suite names its socket with `static constexpr char kTag[]`; one that needs other

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/integration/region_test_util.h"
+#include "tests/wait_until.h"
 
 extern char** environ;
 
@@ -251,10 +252,7 @@ TEST_F(SharedMemoryFailureTest, UnregisteringUnderLoadFailsNothingElse) {
       }
     });
   }
-  const absl::Time give_up = absl::Now() + absl::Seconds(60);
-  while (ok.load() < 8 && other.load() == 0 && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  EXPECT_TRUE(WaitUntil([&] { return ok.load() >= 8 || other.load() > 0; }));
   ASSERT_TRUE(region->Unregister().ok());
   unregistered.store(true);
   for (auto& s : senders) s.join();
