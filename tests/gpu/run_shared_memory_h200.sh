@@ -25,6 +25,7 @@ stamp() { echo "== $(date -u +%H:%M:%S) $*"; }
 stamp start; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 
 export NORMD_BINARY=$(command -v normd) NORMD_TEST_BACKEND=cuda
+export NORMD_REGION_CLIENT=$(command -v normd_region_client)
 stamp gpu tests
 timeout 120 normd_shared_memory_gpu_test --gtest_brief=1 > "$OUT/gpu_tests.log" 2>&1
 echo "gpu tests exit $?" | tee -a "$OUT/gpu_tests.log"; tail -4 "$OUT/gpu_tests.log"

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <random>
 #include <thread>
@@ -121,7 +122,11 @@ TEST_F(SharedMemoryFailureTest, ADeadClientsRegionsAreReleased) {
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
   posix_spawn_file_actions_addclose(&actions, out[0]);
   const std::string target = "unix:" + SocketPath();
-  std::vector<char*> argv = {const_cast<char*>(NORMD_REGION_CLIENT_PATH),
+  // $NORMD_REGION_CLIENT when set (a bundle run from another path), else the build tree's.
+  const char* from_env = std::getenv("NORMD_REGION_CLIENT");
+  const std::string client_path =
+      from_env != nullptr && *from_env != '\0' ? from_env : NORMD_REGION_CLIENT_PATH;
+  std::vector<char*> argv = {const_cast<char*>(client_path.c_str()),
                              const_cast<char*>(target.c_str()), const_cast<char*>("65536"),
                              nullptr};
   pid_t child = -1;
