@@ -13,33 +13,57 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14normd/v1/normd.proto\x12\x08normd.v1\"E\n\x06Tensor\x12\x1e\n\x05\x64type\x18\x01 \x01(\x0e\x32\x0f.normd.v1.DType\x12\r\n\x05shape\x18\x02 \x03(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\xd9\x01\n\x10NormalizeRequest\x12\x1f\n\x05input\x18\x01 \x01(\x0b\x32\x10.normd.v1.Tensor\x12\"\n\x06weight\x18\x02 \x01(\x0b\x32\x10.normd.v1.TensorH\x00\x12\x13\n\tweight_id\x18\x03 \x01(\tH\x00\x12\x0b\n\x03\x65ps\x18\x04 \x01(\x02\x12\"\n\x08residual\x18\x05 \x01(\x0b\x32\x10.normd.v1.Tensor\x12\x15\n\rweight_offset\x18\x06 \x01(\x02\x12\x12\n\nrequest_id\x18\x07 \x01(\tB\x0f\n\rweight_source\"Z\n\x06Timing\x12\x10\n\x08queue_us\x18\x01 \x01(\x03\x12\x12\n\ncompute_us\x18\x02 \x01(\x03\x12\x12\n\nbatch_rows\x18\x03 \x01(\x05\x12\x16\n\x0e\x62\x61tch_requests\x18\x04 \x01(\x05\"\x93\x01\n\x11NormalizeResponse\x12 \n\x06output\x18\x01 \x01(\x0b\x32\x10.normd.v1.Tensor\x12&\n\x0cresidual_out\x18\x02 \x01(\x0b\x32\x10.normd.v1.Tensor\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12 \n\x06timing\x18\x04 \x01(\x0b\x32\x10.normd.v1.Timing\"9\n\x15RegisterWeightRequest\x12 \n\x06weight\x18\x01 \x01(\x0b\x32\x10.normd.v1.Tensor\"+\n\x16RegisterWeightResponse\x12\x11\n\tweight_id\x18\x01 \x01(\t\"\x16\n\x14GetServerInfoRequest\":\n\x06\x44\x65vice\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0cmemory_bytes\x18\x02 \x01(\x03\x12\x0c\n\x04kind\x18\x03 \x01(\t\"\xb4\x01\n\nServerInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x02 \x01(\t\x12!\n\x07\x64\x65vices\x18\x03 \x03(\x0b\x32\x10.normd.v1.Device\x12\x12\n\nmax_hidden\x18\x04 \x01(\x03\x12\x19\n\x11max_request_bytes\x18\x05 \x01(\x03\x12\x16\n\x0emax_batch_rows\x18\x06 \x01(\x05\x12\x1a\n\x12max_queue_delay_us\x18\x07 \x01(\x03*X\n\x05\x44Type\x12\x15\n\x11\x44TYPE_UNSPECIFIED\x10\x00\x12\x11\n\rDTYPE_FLOAT32\x10\x01\x12\x11\n\rDTYPE_FLOAT16\x10\x02\x12\x12\n\x0e\x44TYPE_BFLOAT16\x10\x03\x32\xbe\x02\n\nNormalizer\x12\x44\n\tNormalize\x12\x1a.normd.v1.NormalizeRequest\x1a\x1b.normd.v1.NormalizeResponse\x12N\n\x0fNormalizeStream\x12\x1a.normd.v1.NormalizeRequest\x1a\x1b.normd.v1.NormalizeResponse(\x01\x30\x01\x12S\n\x0eRegisterWeight\x12\x1f.normd.v1.RegisterWeightRequest\x1a .normd.v1.RegisterWeightResponse\x12\x45\n\rGetServerInfo\x12\x1e.normd.v1.GetServerInfoRequest\x1a\x14.normd.v1.ServerInfob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14normd/v1/normd.proto\x12\x08normd.v1\"p\n\x06Tensor\x12\x1e\n\x05\x64type\x18\x01 \x01(\x0e\x32\x0f.normd.v1.DType\x12\r\n\x05shape\x18\x02 \x03(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12)\n\x06region\x18\x04 \x01(\x0b\x32\x19.normd.v1.RegionReference\"I\n\x0fRegionReference\x12\x11\n\tregion_id\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x13\n\x0b\x62yte_length\x18\x03 \x01(\x03\"\xc3\x02\n\x10NormalizeRequest\x12\x1f\n\x05input\x18\x01 \x01(\x0b\x32\x10.normd.v1.Tensor\x12\"\n\x06weight\x18\x02 \x01(\x0b\x32\x10.normd.v1.TensorH\x00\x12\x13\n\tweight_id\x18\x03 \x01(\tH\x00\x12\x0b\n\x03\x65ps\x18\x04 \x01(\x02\x12\"\n\x08residual\x18\x05 \x01(\x0b\x32\x10.normd.v1.Tensor\x12\x15\n\rweight_offset\x18\x06 \x01(\x02\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12\x30\n\routput_region\x18\x08 \x01(\x0b\x32\x19.normd.v1.RegionReference\x12\x36\n\x13residual_out_region\x18\t \x01(\x0b\x32\x19.normd.v1.RegionReferenceB\x0f\n\rweight_source\"Z\n\x06Timing\x12\x10\n\x08queue_us\x18\x01 \x01(\x03\x12\x12\n\ncompute_us\x18\x02 \x01(\x03\x12\x12\n\nbatch_rows\x18\x03 \x01(\x05\x12\x16\n\x0e\x62\x61tch_requests\x18\x04 \x01(\x05\"\x93\x01\n\x11NormalizeResponse\x12 \n\x06output\x18\x01 \x01(\x0b\x32\x10.normd.v1.Tensor\x12&\n\x0cresidual_out\x18\x02 \x01(\x0b\x32\x10.normd.v1.Tensor\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12 \n\x06timing\x18\x04 \x01(\x0b\x32\x10.normd.v1.Timing\"9\n\x15RegisterWeightRequest\x12 \n\x06weight\x18\x01 \x01(\x0b\x32\x10.normd.v1.Tensor\"+\n\x16RegisterWeightResponse\x12\x11\n\tweight_id\x18\x01 \x01(\t\"\x16\n\x14GetServerInfoRequest\":\n\x06\x44\x65vice\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0cmemory_bytes\x18\x02 \x01(\x03\x12\x0c\n\x04kind\x18\x03 \x01(\t\"\x8c\x02\n\nServerInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x02 \x01(\t\x12!\n\x07\x64\x65vices\x18\x03 \x03(\x0b\x32\x10.normd.v1.Device\x12\x12\n\nmax_hidden\x18\x04 \x01(\x03\x12\x19\n\x11max_request_bytes\x18\x05 \x01(\x03\x12\x16\n\x0emax_batch_rows\x18\x06 \x01(\x05\x12\x1a\n\x12max_queue_delay_us\x18\x07 \x01(\x03\x12\x15\n\rshared_memory\x18\x08 \x03(\t\x12\x1f\n\x17max_shared_memory_bytes\x18\t \x01(\x03\x12\x1e\n\x16max_regions_per_client\x18\n \x01(\x05\"\x1a\n\x18OpenRegionSessionRequest\"\"\n\x12RegionSessionEvent\x12\x0c\n\x04peer\x18\x01 \x01(\t\"a\n\x1bRegisterSystemRegionRequest\x12\x10\n\x08shm_name\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x11\n\tbyte_size\x18\x03 \x01(\x03\x12\r\n\x05label\x18\x04 \x01(\t\"v\n\x19RegisterCudaRegionRequest\x12\x12\n\nipc_handle\x18\x01 \x01(\x0c\x12\x13\n\x0b\x64\x65vice_uuid\x18\x02 \x01(\x0c\x12\x0e\n\x06offset\x18\x03 \x01(\x03\x12\x11\n\tbyte_size\x18\x04 \x01(\x03\x12\r\n\x05label\x18\x05 \x01(\t\">\n\x16RegisterRegionResponse\x12\x11\n\tregion_id\x18\x01 \x01(\t\x12\x11\n\tbyte_size\x18\x02 \x01(\x03\",\n\x17UnregisterRegionRequest\x12\x11\n\tregion_id\x18\x01 \x01(\t\"\x1a\n\x18UnregisterRegionResponse\"e\n\nRegionInfo\x12\x11\n\tregion_id\x18\x01 \x01(\t\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.normd.v1.RegionKind\x12\r\n\x05label\x18\x03 \x01(\t\x12\x11\n\tbyte_size\x18\x04 \x01(\x03\"\x14\n\x12ListRegionsRequest\"<\n\x13ListRegionsResponse\x12%\n\x07regions\x18\x01 \x03(\x0b\x32\x14.normd.v1.RegionInfo*X\n\x05\x44Type\x12\x15\n\x11\x44TYPE_UNSPECIFIED\x10\x00\x12\x11\n\rDTYPE_FLOAT32\x10\x01\x12\x11\n\rDTYPE_FLOAT16\x10\x02\x12\x12\n\x0e\x44TYPE_BFLOAT16\x10\x03*W\n\nRegionKind\x12\x1b\n\x17REGION_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12REGION_KIND_SYSTEM\x10\x01\x12\x14\n\x10REGION_KIND_CUDA\x10\x02\x32\xfc\x05\n\nNormalizer\x12\x44\n\tNormalize\x12\x1a.normd.v1.NormalizeRequest\x1a\x1b.normd.v1.NormalizeResponse\x12N\n\x0fNormalizeStream\x12\x1a.normd.v1.NormalizeRequest\x1a\x1b.normd.v1.NormalizeResponse(\x01\x30\x01\x12S\n\x0eRegisterWeight\x12\x1f.normd.v1.RegisterWeightRequest\x1a .normd.v1.RegisterWeightResponse\x12\x45\n\rGetServerInfo\x12\x1e.normd.v1.GetServerInfoRequest\x1a\x14.normd.v1.ServerInfo\x12W\n\x11OpenRegionSession\x12\".normd.v1.OpenRegionSessionRequest\x1a\x1c.normd.v1.RegionSessionEvent0\x01\x12_\n\x14RegisterSystemRegion\x12%.normd.v1.RegisterSystemRegionRequest\x1a .normd.v1.RegisterRegionResponse\x12[\n\x12RegisterCudaRegion\x12#.normd.v1.RegisterCudaRegionRequest\x1a .normd.v1.RegisterRegionResponse\x12Y\n\x10UnregisterRegion\x12!.normd.v1.UnregisterRegionRequest\x1a\".normd.v1.UnregisterRegionResponse\x12J\n\x0bListRegions\x12\x1c.normd.v1.ListRegionsRequest\x1a\x1d.normd.v1.ListRegionsResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'normd.v1.normd_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _DTYPE._serialized_start=938
-  _DTYPE._serialized_end=1026
+  _DTYPE._serialized_start=1858
+  _DTYPE._serialized_end=1946
+  _REGIONKIND._serialized_start=1948
+  _REGIONKIND._serialized_end=2035
   _TENSOR._serialized_start=34
-  _TENSOR._serialized_end=103
-  _NORMALIZEREQUEST._serialized_start=106
-  _NORMALIZEREQUEST._serialized_end=323
-  _TIMING._serialized_start=325
-  _TIMING._serialized_end=415
-  _NORMALIZERESPONSE._serialized_start=418
-  _NORMALIZERESPONSE._serialized_end=565
-  _REGISTERWEIGHTREQUEST._serialized_start=567
-  _REGISTERWEIGHTREQUEST._serialized_end=624
-  _REGISTERWEIGHTRESPONSE._serialized_start=626
-  _REGISTERWEIGHTRESPONSE._serialized_end=669
-  _GETSERVERINFOREQUEST._serialized_start=671
-  _GETSERVERINFOREQUEST._serialized_end=693
-  _DEVICE._serialized_start=695
-  _DEVICE._serialized_end=753
-  _SERVERINFO._serialized_start=756
-  _SERVERINFO._serialized_end=936
-  _NORMALIZER._serialized_start=1029
-  _NORMALIZER._serialized_end=1347
+  _TENSOR._serialized_end=146
+  _REGIONREFERENCE._serialized_start=148
+  _REGIONREFERENCE._serialized_end=221
+  _NORMALIZEREQUEST._serialized_start=224
+  _NORMALIZEREQUEST._serialized_end=547
+  _TIMING._serialized_start=549
+  _TIMING._serialized_end=639
+  _NORMALIZERESPONSE._serialized_start=642
+  _NORMALIZERESPONSE._serialized_end=789
+  _REGISTERWEIGHTREQUEST._serialized_start=791
+  _REGISTERWEIGHTREQUEST._serialized_end=848
+  _REGISTERWEIGHTRESPONSE._serialized_start=850
+  _REGISTERWEIGHTRESPONSE._serialized_end=893
+  _GETSERVERINFOREQUEST._serialized_start=895
+  _GETSERVERINFOREQUEST._serialized_end=917
+  _DEVICE._serialized_start=919
+  _DEVICE._serialized_end=977
+  _SERVERINFO._serialized_start=980
+  _SERVERINFO._serialized_end=1248
+  _OPENREGIONSESSIONREQUEST._serialized_start=1250
+  _OPENREGIONSESSIONREQUEST._serialized_end=1276
+  _REGIONSESSIONEVENT._serialized_start=1278
+  _REGIONSESSIONEVENT._serialized_end=1312
+  _REGISTERSYSTEMREGIONREQUEST._serialized_start=1314
+  _REGISTERSYSTEMREGIONREQUEST._serialized_end=1411
+  _REGISTERCUDAREGIONREQUEST._serialized_start=1413
+  _REGISTERCUDAREGIONREQUEST._serialized_end=1531
+  _REGISTERREGIONRESPONSE._serialized_start=1533
+  _REGISTERREGIONRESPONSE._serialized_end=1595
+  _UNREGISTERREGIONREQUEST._serialized_start=1597
+  _UNREGISTERREGIONREQUEST._serialized_end=1641
+  _UNREGISTERREGIONRESPONSE._serialized_start=1643
+  _UNREGISTERREGIONRESPONSE._serialized_end=1669
+  _REGIONINFO._serialized_start=1671
+  _REGIONINFO._serialized_end=1772
+  _LISTREGIONSREQUEST._serialized_start=1774
+  _LISTREGIONSREQUEST._serialized_end=1794
+  _LISTREGIONSRESPONSE._serialized_start=1796
+  _LISTREGIONSRESPONSE._serialized_end=1856
+  _NORMALIZER._serialized_start=2038
+  _NORMALIZER._serialized_end=2802
 # @@protoc_insertion_point(module_scope)
