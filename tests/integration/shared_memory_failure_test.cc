@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <future>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -199,7 +200,9 @@ TEST(SharedMemoryInFlightTest, UnregisteringWaitsForTheRequestsUsingTheRegion) {
   constexpr int64_t kHidden = 256;
   absl::StatusOr<std::unique_ptr<SharedMemory>> memory = SharedMemory::Create(4096);
   ASSERT_TRUE(memory.ok());
-  for (uint16_t& v : (*memory)->View<uint16_t>(0, kHidden).value()) v = 0x4000;  // 2.0
+  // The span is kept first: a range over the temporary StatusOr's value() would dangle.
+  const std::span<uint16_t> input = (*memory)->View<uint16_t>(0, kHidden).value();
+  for (uint16_t& v : input) v = 0x4000;  // 2.0
   absl::StatusOr<RegisteredRegion> region = client->RegisterSystemRegion(**memory);
   ASSERT_TRUE(region.ok()) << region.status();
   NormalizeOptions options;
