@@ -1,6 +1,6 @@
 # normd image: built on the CUDA devel image, run on the matching CUDA runtime image as a non-root user.
 #
-#   docker build -t normd:latest .                                  # CUDA for sm_90a, sm_80, sm_89
+#   docker build -t normd:latest .                                  # CUDA for sm_90a, sm_100, sm_80, sm_89
 #   docker build --build-arg CUDA_ARCHITECTURES=90a -t normd:h200 .
 #   docker run --gpus all -p 50051:50051 -p 9464:9464 normd:latest
 #
@@ -10,7 +10,7 @@
 ARG CUDA_VERSION=13.0.1
 
 FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu24.04 AS build
-ARG CUDA_ARCHITECTURES="90a;80;89"
+ARG CUDA_ARCHITECTURES="90a;100;80;89"
 WORKDIR /src
 # The packages a developer builds with (scripts/install-deps.sh --build-only: not the test tools), in
 # a layer of their own so that a source change does not reinstall them.

@@ -1,6 +1,7 @@
 // The description of one RMSNorm launch, shared by every backend (fp64 reference, CPU, CUDA).
 //
-// The math (../shared/DESIGN.md, the contract every backend meets), for each row x of length H:
+// The math (docs/ARCHITECTURE.md, "Math contract"; every backend meets it), for each row x of
+// length H:
 //     h = x + r                      fp32, unrounded; without a residual h = x
 //     inv_rms = 1 / sqrt(sum(h_i^2) / H + eps)      fp32 accumulation whatever the dtype
 //     y_i = h_i * inv_rms * (weight_offset + w_i)  fp32, rounded once to the output dtype

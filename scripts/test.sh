@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, command 2: installs what is missing, builds every target once (the `ci` preset:
-# Release, CUDA code compiled for sm_90a when nvcc is found) and runs every test with CTest.
+# Release, CUDA code for the default architectures 90a;100;80;89 when nvcc is found) and runs every
+# test with CTest.
 # Tests that need a GPU skip, saying why, on a machine without one.
 #
 # Then the libFuzzer targets run for NORMD_FUZZ_SECONDS each (default 30; CI: 60).

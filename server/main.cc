@@ -175,14 +175,13 @@ absl::StatusOr<std::unique_ptr<RegionRegistry>> MakeRegionRegistry(const ServerC
 
 // Keeps glibc's allocator from handing large buffers back to the kernel after each request.
 // Requests and responses of 128 KiB and up otherwise come from fresh mmaps (or from arena memory
-// trimmed away with MADV_DONTNEED) and every 4 KiB page faults on first touch: on the 2-core
-// development VM that made a 64 x 4096 bf16 request (512 KiB each way) spend ~600 µs in page
-// faults, 4x its transport and compute (measured with normbench at concurrency 1: 220 req/s before,
-// 890 after). Memory kept this way is bounded by the peak of live requests; 32 MiB is glibc's
-// largest mmap threshold, so bigger buffers are still mapped and unmapped each time. Free memory
-// beyond --max-queue-bytes (at least 32 MiB, at most 1 GiB) is handed back: without that bound a
-// burst (a 4x overload, a VM stall in the soak) left the process at its high-water mark for good
-// (RELIABILITY.md).
+// trimmed away with MADV_DONTNEED) and every 4 KiB page faults on first touch, which for a
+// 512 KiB request can cost several times its transport and compute (docs/PERFORMANCE.md, "The
+// measurements behind the automatic values"). Memory kept this way is bounded by the peak of live
+// requests; 32 MiB is glibc's largest mmap threshold, so bigger buffers are still mapped and
+// unmapped each time. Free memory beyond --max-queue-bytes (at least 32 MiB, at most 1 GiB) is
+// handed back: without that bound a burst (a 4x overload, a VM stall in the soak) left the process
+// at its high-water mark for good (RELIABILITY.md).
 //
 // Each arena keeps that much, and memory freed in the middle of an arena (not at its top) stays
 // resident too, so the arena count (--malloc-arenas) multiplies what a burst leaves behind: gRPC's
@@ -296,7 +295,7 @@ int RunServer(int argc, char** argv) {
   // and the requests' bytes normd keeps while they are admitted, count against this quota. Once it
   // is spent gRPC 1.51 sends GOAWAY to connections and cancels streams with ENHANCE_YOUR_CALM,
   // which bounds what it receives across connections but also fails requests normd had accepted
-  // (docs/MEMORY-and-tails.md has the measurements).
+  // (docs/PERFORMANCE.md, "Memory under hostile load", has the measurements).
   grpc::ResourceQuota quota("normd");
   if (memory_plan.transport_bytes > 0) {
     quota.Resize(static_cast<size_t>(memory_plan.transport_bytes));

@@ -1,5 +1,5 @@
 // normd_lone_launch_bench: what one small request costs on the device when it is the only one, the
-// floor under normd's CUDA path at concurrency 1 (issue 8).
+// floor under normd's CUDA path at concurrency 1.
 //
 // normd's own account of a lone 1 x 4096 bf16 request on the H200 (/metrics) has a "kernel" stage
 // of 17-24 µs between the CUDA events around the launch, at a 1,980 MHz SM clock, where the same

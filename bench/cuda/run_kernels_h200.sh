@@ -6,7 +6,8 @@
 #   batched    one tensor as one segment against segment tables of 16 and 64 (with the table)
 #   latency    rows 1 and 8, 20 launches per CUDA graph with programmatic dependent launch
 #   compare    compare_kernels.py: the automatic choice against F.rms_norm, torch.compile, Triton
-# BUNDLE is a folder made by ../../shared/gpu/bundle.sh from a build (bin/, lib/, env.sh);
+# BUNDLE is a folder holding a build's bin/ and lib/ (shared libraries included) with an env.sh
+# that puts them on PATH and LD_LIBRARY_PATH;
 # TABLE, when set, is a choice table the steps take instead of the one compiled in.
 #   BUNDLE=.gpu STEPS="tests sweep" SWEEP_S=300 bench/cuda/run_kernels_h200.sh
 set -uo pipefail

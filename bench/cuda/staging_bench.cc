@@ -1,5 +1,5 @@
 // normd_staging_bench: how the way normd packs a request into pinned staging memory changes what
-// the GPU then pays to read it (issue 8).
+// the GPU then pays to read it.
 //
 // normd copies each request's bytes from the parsed protobuf into a pinned staging buffer and then
 // either uploads the buffer (cudaMemcpyAsync) or lets the kernel read it through its device mapping

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5's serving-overhead measurement: normd (CPU backend) against normd-echo, both on loopback on
+# The serving-overhead measurement: normd (CPU backend) against normd-echo, both on loopback on
 # this machine, measured by one normbench --baseline run per shape, repeated REPS times; then
 # summarize_overhead.py prints the median ratio per point.
 #

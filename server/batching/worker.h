@@ -19,10 +19,10 @@
 // sleeps, and a small request (up to kBusyPollHandOffMaxBytes) is handed to it rather than run by
 // the shortcut: one arriving within the window is launched at once by a thread that never slept. A
 // gRPC thread wakes from epoll with cold caches, and the CUDA driver's launch and wait then cost
-// about twice what they cost on a thread that stays hot (docs/BENCHMARKS.md, "One request at a
-// time"). A larger request still takes the shortcut when the thread is idle or polling: copying its
-// bytes costs more than the launch, and the thread that just parsed them has them in its cache. The
-// price is a core kept busy while clients keep coming within the window.
+// far more than on a thread that stays hot (docs/PERFORMANCE.md, "Where a request's time goes on
+// the H200"). A larger request still takes the shortcut when the thread is idle or polling: copying
+// its bytes costs more than the launch, and the thread that just parsed them has them in its cache.
+// The price is a core kept busy while clients keep coming within the window.
 #ifndef NORMD_SERVER_BATCHING_WORKER_H_
 #define NORMD_SERVER_BATCHING_WORKER_H_
 
@@ -43,10 +43,9 @@
 namespace normd {
 
 // With busy polling, requests of at most this many payload bytes are handed to the polling thread;
-// larger ones may take the shortcut. Measured on the H200 at c=1: a 1 x 4096 bf16 request (8 KiB)
-// is answered 20 µs sooner by the polling thread, a 64 x 4096 one (512 KiB) 40 µs later (its copies
-// on a thread whose cache does not hold it). Where between the two the balance tips was not
-// measured.
+// larger ones may take the shortcut. At c=1 a small request (8 KiB) is answered sooner by the
+// polling thread, a large one (512 KiB) later: its copies then run on a thread whose cache does not
+// hold it. Where between the two the balance tips was not measured.
 inline constexpr int64_t kBusyPollHandOffMaxBytes = int64_t{64} << 10;
 
 class Worker {

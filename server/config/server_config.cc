@@ -56,12 +56,12 @@ ABSL_FLAG(int64_t, max_memory_bytes, 0,
           "Memory normd may hold for requests: received by gRPC, admitted (queued, computing, "
           "responses unsent) and kept for reuse. Admits requests (message and response) up to half "
           "of it and lowers --max-request-bytes, --max-queue-bytes and --response-pool-bytes to "
-          "fit (0 = no such budget; see docs/MEMORY-and-tails.md)");
+          "fit (0 = no such budget; see docs/RELIABILITY.md)");
 ABSL_FLAG(
     bool, grpc_resource_quota, false,
     "With --max-memory-bytes: also give gRPC a resource quota of half the budget, which bounds "
     "what its transport reads across connections; gRPC 1.51 enforces it by cancelling streams "
-    "(accepted requests among them) and closing connections (docs/MEMORY-and-tails.md)");
+    "(accepted requests among them) and closing connections (docs/RELIABILITY.md)");
 ABSL_FLAG(int64_t, max_pinned_bytes, 0,
           "CUDA backend: pinned staging memory each GPU's workers may hold, apart from "
           "--max-memory-bytes; lowers --max-request-bytes and --max-batch-bytes so that a launch "
@@ -238,9 +238,8 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   if (absl::Status s = CheckNonNegative("fill_first_rows", c.fill_first_rows); !s.ok()) return s;
   c.max_weight_bytes = absl::GetFlag(FLAGS_max_weight_bytes);
   c.response_pool_bytes = absl::GetFlag(FLAGS_response_pool_bytes);
-  // Automatic: the memory given to requests in flight (server_config.h says why). Under 32 MiB
-  // requests on the H200, 256 MiB (8 buffers) sent 40% of takes to fresh mappings at c=64, and
-  // 1 GiB 15-24% at c=64 and 62% at c=256 (docs/BENCHMARKS.md).
+  // Automatic: the memory given to requests in flight (server_config.h says why; the
+  // measurements are in docs/PERFORMANCE.md, "The measurements behind the automatic values").
   c.response_pool_automatic = c.response_pool_bytes == -1;
   if (c.response_pool_automatic)
     c.response_pool_bytes = AutomaticResponsePoolBytes(c.max_queue_bytes);

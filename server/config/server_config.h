@@ -79,39 +79,35 @@ struct ServerConfig {
 };
 
 // --busy-poll-us's automatic choice. Polling makes a lone small request's CUDA launch and wait run
-// on a thread that never slept: at c=1 on the H200 machine (16 cores) normd's p50 over a bare gRPC
-// echo fell from +67..+98 us to +7..+37 us for 1 x 4096 bf16 requests (docs/BENCHMARKS.md, "One
-// request at a time"), for up to a core per polling worker while requests keep coming within the
-// window. So it is on where that core is a small share: the CUDA backend (the CPU backend's
-// launches do not pay the driver's cold-thread cost) with at least kBusyPollAutomaticCpusPerWorker
-// usable CPUs per worker.
+// on a thread that never slept, which cuts most of normd's latency over a bare gRPC echo at c=1
+// (docs/PERFORMANCE.md, "The measurements behind the automatic values"), for up to a core per
+// polling worker while requests keep coming within the window. So it is on where that core is a
+// small share: the CUDA backend (the CPU backend's launches do not pay the driver's cold-thread
+// cost) with at least kBusyPollAutomaticCpusPerWorker usable CPUs per worker.
 inline constexpr int kBusyPollAutomaticCpusPerWorker = 4;
 inline constexpr absl::Duration kBusyPollAutomatic = absl::Microseconds(1000);
 absl::Duration AutomaticBusyPoll(int usable_cpus, int cuda_workers);
 
-// --company-wait-us's automatic choice with the CUDA backend. With 1-row bf16 requests at c=64 on
-// the H200 machine a launch then carried 16.6-16.7 requests (3.6 dealt out over two workers, 8 with
-// the first worker filled first and no wait) at 0.87-0.92 of the echo's throughput, and eight
-// clients (under --company-min-requests) were never held (docs/BENCHMARKS.md, "Requests per
-// launch"); with reply threads and the company memory, 17.7-19.3 at the same throughput ("Company
-// memory"). The CPU backend computes every row on the host, where a launch costs in proportion to
-// its rows: it does not wait.
+// --company-wait-us's automatic choice with the CUDA backend. Many small concurrent requests then
+// ride one launch instead of a few, at no cost in throughput over one connection, while clients
+// fewer than --company-min-requests are never held (docs/PERFORMANCE.md, "The measurements behind
+// the automatic values"). The CPU backend computes every row on the host, where a launch costs in
+// proportion to its rows: it does not wait.
 inline constexpr absl::Duration kCompanyWaitAutomatic = absl::Microseconds(1000);
 // The most launches --company-memory may remember (the expectation is a scan over them per launch).
 inline constexpr int64_t kMaxCompanyMemory = 1024;
 
 // --copy-threads's automatic choice: half the usable CPUs each CUDA worker has, at most
-// kMaxAutomaticCopyThreads and at least 1 (the worker's own thread alone). On the H200 machine (16
-// CPUs, 2 workers) that is 4 threads per launch's copies.
+// kMaxAutomaticCopyThreads and at least 1 (the worker's own thread alone): copies of a large launch
+// scale with threads until the host link is the limit.
 inline constexpr int kMaxAutomaticCopyThreads = 4;
 int AutomaticCopyThreads(int usable_cpus, int cuda_workers);
 
 // --reply-threads's automatic choice with the CUDA backend, by the same rule as the copy threads':
-// half the usable CPUs each worker has, at most kMaxAutomaticReplyThreads, at least 1. Answering a
-// 1 x 4096 bf16 request took 22-29 µs of the worker's thread on the H200 machine; with four threads
-// normd served 36-40k such requests/s at c=64 over eight connections against 25-28k answering alone
-// (server/batching/reply_pool.h). The CPU backend's launches use every core already: there the
-// worker answers alone unless told otherwise.
+// half the usable CPUs each worker has, at most kMaxAutomaticReplyThreads, at least 1. Answering
+// small requests on the worker's own thread keeps it from launching; a few reply threads raise
+// small-request throughput (server/batching/reply_pool.h, docs/PERFORMANCE.md). The CPU backend's
+// launches use every core already: there the worker answers alone unless told otherwise.
 inline constexpr int kMaxAutomaticReplyThreads = 4;
 int AutomaticReplyThreads(int usable_cpus, int cuda_workers);
 
@@ -120,10 +116,10 @@ int AutomaticReplyThreads(int usable_cpus, int cuda_workers);
 // int).
 int64_t FreedBytesKeptPerArena(int64_t max_queue_bytes);
 // --response-pool-bytes's automatic budget: max(--max-queue-bytes, 32 MiB), not capped like the
-// allocator's. The queue bound is the memory the operator gives to requests in flight; with many
-// 32 MiB requests in flight (4096x4096 bf16 at c=256 on the H200) a 1 GiB pool sent 62% of the
-// responses to fresh mappings, and normd served 0.67-0.71 of the echo; keeping them all, 0.99 once
-// warm (docs/BENCHMARKS.md).
+// allocator's. The queue bound is the memory the operator gives to requests in flight; a smaller
+// pool sends large responses to fresh mappings that fault every page, and with many of them in
+// flight that costs a large share of throughput (docs/PERFORMANCE.md, "The measurements behind the
+// automatic values").
 int64_t AutomaticResponsePoolBytes(int64_t max_queue_bytes);
 
 // Parses the environment and the command line (exits for --help) and checks every value.

@@ -290,8 +290,8 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
 
 // A table of several segments is read through the pinned buffer's mapping too, like the rows. No
 // timing events, only one to wait on: a lone small request waits for every call made on its way,
-// and two timing events cost it ~3 µs (docs/BENCHMARKS.md, "One request at a time"); its kernel
-// stage is timed by the host instead (Finish).
+// and timing events are a measurable share of its latency; its kernel stage is timed by the host
+// instead (Finish).
 cudaError_t CudaExecutor::EnqueueZeroCopy(Slot& slot, const Launch& launch) {
   if (cudaError_t e = LaunchWholeKernel(launch, slot.in.host, slot.in.host_on_device, stream_);
       e != cudaSuccess) {

@@ -7,8 +7,8 @@
 // MiB responses) and its takes by source
 // (normd_response_pool_takes_total{source="reused"|"mapped"}).
 //
-// Why: issue 7's overload and soak budgets are about resident memory, and the question each time
-// was whether the memory over the budget is live data (requests, responses, gRPC's buffers) or free
+// Why: the overload and soak budgets are about resident memory, and the question each time is
+// whether the memory over the budget is live data (requests, responses, gRPC's buffers) or free
 // memory the allocator keeps (main.cc's KeepLargeBuffersInTheAllocator). These answer it from
 // /metrics, and process_cpu_seconds_total shows what --busy-poll-us costs.
 #ifndef NORMD_SERVER_OBSERVABILITY_PROCESS_METRICS_H_

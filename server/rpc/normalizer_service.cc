@@ -52,9 +52,9 @@ class UnaryCallReactor : public grpc::ServerUnaryReactor {
   }
   // OnDone above is an atomic subtraction and a delete, so gRPC may run it on the thread that
   // completes the call instead of handing every call's OnDone to its executor threads: that
-  // hand-off cost normd a thread hop and ~22 us of executor CPU per call, twice the echo's executor
-  // time (whose default reactor is inlineable), on the H200 machine with 1-row requests
-  // (docs/BENCHMARKS.md, "Where the 1-row gap comes from"). gRPC marks this hook "not API", for
+  // hand-off costs a thread hop and executor CPU per call, which the echo (whose default reactor is
+  // inlineable) does not pay (docs/PERFORMANCE.md, "The measurements behind the automatic
+  // values"). gRPC marks this hook "not API", for
   // reactors with trivial reactions like its own default reactor's; `override` turns its removal in
   // a later gRPC into a build error here.
   bool InternalInlineable() override { return true; }

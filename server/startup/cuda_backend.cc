@@ -83,7 +83,7 @@ struct HostLinkBandwidth {
 
 // Copies of 64 MiB between pinned host memory and the device each way: the PCIe (or C2C) rate that
 // large requests' transfers can reach, against which the pipelined launches' device time is judged
-// (docs/BENCHMARKS.md).
+// (docs/PERFORMANCE.md, "Where a request's time goes on the H200").
 HostLinkBandwidth MeasureHostLinkBandwidth(int device) {
   constexpr size_t kBytes = size_t{64} << 20;
   cudaSetDevice(device);

@@ -1,4 +1,4 @@
-// Failover (issue 7): three normd processes behind one client target with round_robin; one of them
+// Failover: three normd processes behind one client target with round_robin; one of them
 // is SIGKILLed (no drain, connections cut) while eight callers keep calls in flight.
 //  - With the client's retry policy (the default) no call fails: a call cut by the kill is retried
 //    on another replica.

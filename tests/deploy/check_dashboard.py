@@ -2,7 +2,7 @@
 """deploy.dashboard: the Grafana dashboard and provisioning, checked without Grafana or normd.
 
   - the dashboard names the provisioned datasource by its pinned uid, everywhere;
-  - it has every panel issue 6 lists (a table below, one line each);
+  - it has every panel an operator needs (a table below, one line each);
   - every normd selector is filtered by the Replica variable ($instance);
   - every histogram_quantile sums the buckets by (le, ...) first, so quantiles aggregate across
     replicas; every rate(_sum) is divided by the matching rate(_count) (a mean, not a sum);
@@ -44,7 +44,7 @@ def quantiles(metric, *qs):
     return lambda p, e: all(re.search(rf"histogram_quantile\({q}, .*{metric}_bucket", e) for q in qs)
 
 
-# The panels issue 6 asks for: (what, a predicate on a panel and its queries joined).
+# The panels the dashboard must have: (what, a predicate on a panel and its queries joined).
 REQUIRED_PANELS = [
     ("request rate by method and code",
      lambda p, e: re.search(r"by \(method, code\) \(rate\(normd_requests_total", e)),

@@ -6,7 +6,7 @@ average server-side time per request and per launch stage.
 
 With --bytes-per-request (bytes up plus bytes down of one request, all requests alike) it also compares
 the device time per request (h2d + kernel + d2h) with those bytes moved at the pinned host link
-bandwidth normd measured at start-up (normd_host_link_bandwidth_bytes_per_second): issue 8's stage
+bandwidth normd measured at start-up (normd_host_link_bandwidth_bytes_per_second): the stage
 target is a ratio of at most 1.2.
 """
 import argparse
@@ -69,7 +69,7 @@ def main():
         print(f'device time per request (h2d + kernel + d2h) {per_request * 1e3:.3f} ms; '
               f'{args.bytes_per_request / 2**20:.0f} MiB at the measured link bandwidth '
               f'(h2d {up / 1e9:.1f} GB/s, d2h {down / 1e9:.1f} GB/s; the lower used) {ideal * 1e3:.3f} ms; '
-              f'ratio {per_request / ideal:.2f} (issue 8: <= 1.2)')
+              f'ratio {per_request / ideal:.2f} (target: <= 1.2)')
 
 
 if __name__ == '__main__':

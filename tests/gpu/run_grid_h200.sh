@@ -19,7 +19,8 @@
 # latency-against-throughput plots (bench/load/plot_normbench.py; else run it on the CSVs elsewhere).
 # GRID_QUICK=1: a few points in short windows, no 32 MiB c=256 points, the stage target with two
 # workers only: a check of the script itself (~2.5 minutes).
-# Usage (repository root, after `../shared/gpu/bundle.sh build/cuda-h200 .gpu`):
+# Usage (repository root), with .gpu/ a bundle of a cuda-h200 build: a folder holding its bin/ and
+# lib/ with an env.sh that puts them on PATH and LD_LIBRARY_PATH:
 #   OUT=/tmp/grid tests/gpu/run_grid_h200.sh
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# normd across the GPUs of one host (issue 9), logs under $OUT: the integration suite with --gpus=0,1
+# normd across the GPUs of one host, logs under $OUT: the integration suite with --gpus=0,1
 # (through NORMD_GPUS, normd's environment twin of --gpus), then normbench with 64x4096 bf16 requests at
 # concurrency 64 and 256 against normd on two GPUs (target) and on one (baseline), alternating, and the
 # two-GPU server's /metrics with its per-device stage times.

@@ -43,7 +43,8 @@
 # CLIENT_CPUS / SERVER_CPUS (taskset lists, e.g. 0-3 and 4-15): pin normbench and the servers of the
 # serve, normd_ab, pair and hold steps to their own CPUs, so that neither's threads land on the other's.
 # Everything printed goes to stdout; tee it into $OUT.
-# Usage (repository root, after `../shared/gpu/bundle.sh build/cuda-h200 .gpu`):
+# Usage (repository root), with .gpu/ a bundle of a cuda-h200 build: a folder holding its bin/ and
+# lib/ with an env.sh that puts them on PATH and LD_LIBRARY_PATH:
 #   STEPS="integration serve" tests/gpu/run_server_h200.sh
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 7's full soak (10 periods of 60 s) on the GPU machine's 16 cores, from the bundle in .gpu/
-# (normd and normbench; the soak uses the CPU backend). A device call may run 600 s and the soak takes
-# ~11 min, so it runs in its own process session across two back-to-back calls (the machine is given
-# back after 30 s idle, so the second must follow at once):
+# The full soak (10 periods of 60 s) on the GPU machine's 16 cores, from the bundle in .gpu/
+# (normd and normbench; the soak uses the CPU backend). Each remote command on that machine may
+# run at most 600 s and the soak takes ~11 min, so it runs detached (setsid) across two
+# back-to-back commands (an idle machine is released after 30 s, so the second must follow at once):
 #   call 1: bash tests/soak/device_soak.sh start [soak.py flags]   (starts it, returns after 570 s)
 #   call 2: bash tests/soak/device_soak.sh collect                  (waits for the end, copies)
 # Results land in $OUT: soak.log, machine.txt (start, cores, kernel, end) and soak.tgz (normbench's CSVs

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Overload test of normd (issue 7): offered load at 4x what normd sustains, for 30 s.
+"""Overload test of normd: offered load at 4x what normd sustains, for 30 s.
 
 Starts normd (CPU backend) with a queue budget (--max-queue-bytes), measures what it sustains with a
 closed-loop normbench run (concurrency 16), then offers 4x that rate as Poisson arrivals for --seconds

@@ -7,14 +7,14 @@
 #
 # Needs a bundle of a CUDA build (normd, overload_client) and python3 (standard library only):
 #   cmake --preset cuda-h200 && cmake --build build/cuda-h200 --target normd overload_client
-#   /work/shared/gpu/bundle.sh build/cuda-h200 <repo>/.gpu
-# then, on the GPU machine, from the repository root:
+# then a folder (.gpu by default) holding the build's bin/ and lib/ with an env.sh that puts them on
+# PATH and LD_LIBRARY_PATH; then, on the GPU machine, from the repository root:
 #   bash tests/soak/overload_h200.sh            # BUNDLE=.gpu by default
 # Flags after the script name go to overload_memory.py (e.g. --seconds=10, or --quota to run normd
 # with gRPC's resource quota as well).
-# Through the device tool from /work/main (the folder must be git-ignored and carried):
+# With the bundle in another folder, copy the scripts beside it and point BUNDLE at it:
 #   cp tests/soak/overload_h200.sh tests/soak/overload_memory.py tests/soak/normd_run.py <folder>/
-#   run: command "bash <folder>/overload_h200.sh", carry [<folder>], with BUNDLE=<folder>
+#   BUNDLE=<folder> bash <folder>/overload_h200.sh
 set -uo pipefail
 BUNDLE=${BUNDLE:-.gpu}
 OUT=${OUT:-/tmp/normd-overload-h200}

@@ -147,7 +147,7 @@ def scenario(args, name, flags):
     failures = []
     peak_kib = max(peak[0], hwm_kib)
     # Never-reading streams without the quota: what gRPC buffers for them per connection is not
-    # bounded by anything normd sets (an open finding, docs/MEMORY-and-tails.md): reported only.
+    # bounded by anything normd sets (docs/RELIABILITY.md, "Memory bound"): reported only.
     judged = args.quota or not silent_in(flags)
     if peak_kib > allowed_kib and judged:
         failures.append(f"peak RSS {peak_kib >> 10} MiB > {allowed_kib >> 10} MiB allowed")

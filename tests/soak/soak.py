@@ -1,12 +1,11 @@
 #!/usr/bin/env python3
-"""Soak test of normd (issue 7): mixed shapes at about 70% of capacity for a number of periods.
+"""Soak test of normd: mixed shapes at about 70% of capacity for a number of periods.
 
 Starts normd (CPU backend unless --backend), measures its capacity for each of three shapes with a
 closed-loop normbench run, then offers Poisson arrivals at 70% of capacity split over the three shapes,
 one normbench per shape running side by side, for --periods periods of --period seconds each. After
 every period it reads normd's resident memory from /proc, and the heap's live bytes from /metrics (which
-tell a leak from memory the allocator keeps after a burst; reported, not judged). Checks, as issue 7
-words them:
+tell a leak from memory the allocator keeps after a burst; reported, not judged). Checks:
   - zero errors;
   - resident memory growth under 5% from the end of the first period (warm-up) to the end;
   - p99 latency stable: the last period's p99 within --p99-tolerance of the first's, per shape;

@@ -1,4 +1,4 @@
-"""Fixtures: one normd for the session (tests that need other flags start their own) and a client
+"""Fixtures: one normd for the whole test run (tests that need other flags start their own) and a client
 of it. The package is imported from this checkout unless NORMD_TEST_INSTALLED=1 asks for the
 installed one (tests/run_gpu.sh tests what it installed)."""
 

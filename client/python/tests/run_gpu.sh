@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Python client's tests on a GPU machine: normd --backend=cuda from a bundle of the build
-# (shared/gpu/bundle.sh), the package installed from this checkout into a scratch directory (so
+# The Python client's tests on a GPU machine: normd --backend=cuda from a bundle of the build (a
+# folder holding its bin/ and lib/ with an env.sh that puts them on PATH and LD_LIBRARY_PATH), the
+# package installed from this checkout into a scratch directory (so
 # that the installed package is what is tested), and pytest with torch CUDA tensors
 # (tests/test_gpu.py: float32, float16, bfloat16, with and without a residual, against the fp64
 # reference on the CPU, the result still on the GPU) plus the rest of the suite on the CUDA backend,
