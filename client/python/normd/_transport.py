@@ -16,11 +16,14 @@ the first transport in `_AUTO_ORDER` that supports the input; today that is alwa
 """
 
 import abc
+import threading
 from typing import Dict, List, Optional, Type
 
-from normd import _wire
-from normd._tensors import HostTensor, make_output, to_host
-from normd.errors import Internal
+import numpy as np
+
+from normd import _shm, _wire
+from normd._tensors import HostTensor, is_torch_tensor, make_output, to_host
+from normd.errors import FailedPrecondition, Internal, NormdError
 
 
 class Attached(abc.ABC):
@@ -29,6 +32,7 @@ class Attached(abc.ABC):
     input: HostTensor  # dtype and shape (and, for bytes, the data)
     input_field: List  # chunks of NormalizeRequest.input
     residual_field: List  # chunks of NormalizeRequest.residual ([] without a residual)
+    output_field = b""  # output_region and residual_out_region (same-host transports)
 
     @abc.abstractmethod
     def outputs(self, response: bytes):
@@ -105,8 +109,77 @@ class BytesTransport(Transport):
         return _BytesAttached(x, residual)
 
 
-_TRANSPORTS: Dict[str, Type[Transport]] = {"bytes": BytesTransport}
-_AUTO_ORDER = ("bytes",)
+class TransportUnavailable(FailedPrecondition):
+    """An explicitly chosen transport cannot be used with this server (the cause is chained)."""
+
+
+class ShmTransport(Transport):
+    """Host tensors through system shared-memory regions (normd._shm). Usable when the target is
+    on this host and normd registers system regions; decided once, on the first call. With
+    "auto", an unusable shm is skipped for the client's life; chosen explicitly, it raises."""
+
+    name = "shm"
+
+    def __init__(self, explicit: bool = False):
+        self._explicit = explicit
+        self._channel = None
+        self._target = ""
+        self._pool = None
+        self._usable: Optional[bool] = None
+        self._lock = threading.Lock()
+
+    def bind(self, channel, target: str) -> None:
+        self._channel, self._target = channel, target
+
+    def _why_unusable(self) -> Optional[Exception]:
+        if self._channel is None:
+            return ValueError("this client kind has no shared-memory support (use normd.Client)")
+        if not _shm.is_local_target(self._target):
+            return ValueError(f"target {self._target} is not on this host (unix: or loopback)")
+        try:
+            self._pool = _shm.RegionPool(self._channel)
+            self._pool.release(self._pool.acquire(0))  # registration works: keep that region
+        except NormdError as e:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+            return e
+        return None
+
+    def usable(self) -> bool:
+        if self._usable is None:
+            with self._lock:
+                if self._usable is None:
+                    cause = self._why_unusable()
+                    if cause is not None and self._explicit:
+                        raise TransportUnavailable(
+                            f"transport 'shm' is not available with {self._target}: {cause} "
+                            "(normd needs --shared-memory=system and a client on its host)") \
+                            from cause
+                    self._usable = cause is None
+        return self._usable
+
+    def supports(self, x) -> bool:
+        if is_torch_tensor(x):
+            if not x.is_cpu:
+                return False
+        elif not isinstance(x, np.ndarray):
+            return False
+        return self.usable()
+
+    def attach(self, x, residual) -> Attached:
+        attached = _shm.attach(self._pool, x, residual)
+        return attached if attached is not None else _BytesAttached(x, residual)
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+
+_TRANSPORTS: Dict[str, Type[Transport]] = {"bytes": BytesTransport, "shm": ShmTransport}
+_AUTO_ORDER = ("shm", "bytes")
 
 
 def available() -> List[str]:
@@ -122,9 +195,22 @@ class TransportChooser:
                              f"{', '.join(available())}")
         self.name = name
         names = _AUTO_ORDER if name == "auto" else (name,)
-        self._candidates = [_TRANSPORTS[n]() for n in names]
+        self._candidates = [
+            ShmTransport(explicit=name == "shm") if n == "shm" else _TRANSPORTS[n]()
+            for n in names]
         if len(self._candidates) == 1 and isinstance(self._candidates[0], BytesTransport):
             self.attach = self._candidates[0].attach  # carries anything: no choice to make
+
+    def bind(self, channel, target: str) -> None:
+        """Gives same-host transports the client's channel (their sessions ride on it)."""
+        for transport in self._candidates:
+            if isinstance(transport, ShmTransport):
+                transport.bind(channel, target)
+
+    def close(self) -> None:
+        for transport in self._candidates:
+            if isinstance(transport, ShmTransport):
+                transport.close()
 
     def attach(self, x, residual) -> Attached:
         for transport in self._candidates:
