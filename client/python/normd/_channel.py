@@ -101,7 +101,7 @@ def _may_use_regions(options: Options) -> bool:
     target, and normd allows one session per connection)."""
     from normd._shm import is_local_target
 
-    return options.transport == "shm" or (options.transport == "auto"
+    return options.transport in ("shm", "cuda-ipc") or (options.transport == "auto"
                                           and is_local_target(options.target))
 
 

@@ -67,19 +67,77 @@ class Region:
         self.view[offset:offset + host.nbytes] = np.frombuffer(host.data, np.uint8, host.nbytes)
 
 
-class RegionPool:
-    """The regions of one connection's session; a region serves one call at a time."""
+REGISTER_CUDA_REGION = f"/{_channel.SERVICE}/RegisterCudaRegion"
+
+
+class RegionSession:
+    """The connection's one region session, shared by the shm and cuda-ipc transports: opened on
+    first use and kept open until close() (normd releases the connection's regions when it ends)."""
 
     def __init__(self, channel):
-        self._register = channel.unary_unary(REGISTER_SYSTEM_REGION)
+        self._open_call = channel.unary_stream(OPEN_REGION_SESSION)
+        self._register_system = channel.unary_unary(REGISTER_SYSTEM_REGION)
+        self._register_cuda = channel.unary_unary(REGISTER_CUDA_REGION)
         self._unregister = channel.unary_unary(UNREGISTER_REGION)
-        self._session = channel.unary_stream(OPEN_REGION_SESSION)(b"")
+        self._lock = threading.Lock()
+        self._call = None
+        self._closed = False
+
+    def _ensure_open(self) -> None:
+        with self._lock:
+            if self._closed:
+                raise FailedPrecondition("shared memory: the client is closed")
+            if self._call is not None:
+                return
+            call = self._open_call(b"")
+            try:
+                next(call)  # the session is open once normd sends its one event
+            except grpc.RpcError as e:
+                raise from_rpc_error(e) from None
+            except StopIteration:
+                raise FailedPrecondition("OpenRegionSession: normd ended it at once") from None
+            self._call = call
+
+    def _register(self, method, request: bytes) -> str:
+        self._ensure_open()
         try:
-            next(self._session)  # the session is open once normd sends its one event
+            response = method(request, timeout=30.0)
         except grpc.RpcError as e:
             raise from_rpc_error(e) from None
-        except StopIteration:
-            raise FailedPrecondition("OpenRegionSession: normd ended the session at once") from None
+        return _wire.read_register_weight_response(response)  # field 1, a string there too
+
+    def register_system(self, shm_name: str, size: int) -> str:
+        return self._register(self._register_system,
+                              _wire.string_field(1, shm_name) + _wire._key(3, 0)
+                              + _wire.varint(size) + _wire.string_field(4, "normd-python"))
+
+    def register_cuda(self, ipc_handle: bytes, device_uuid: bytes, offset: int,
+                      size: int) -> str:
+        request = (_wire.length_delimited(1, len(ipc_handle)) + ipc_handle
+                   + _wire.length_delimited(2, len(device_uuid)) + device_uuid
+                   + (_wire._key(3, 0) + _wire.varint(offset) if offset else b"")
+                   + _wire._key(4, 0) + _wire.varint(size) + _wire.string_field(5, "normd-python"))
+        return self._register(self._register_cuda, request)
+
+    def unregister(self, region_id: str) -> None:
+        try:
+            self._unregister(_wire.string_field(1, region_id), timeout=5.0)
+        except grpc.RpcError:
+            pass  # the session's end releases it anyway
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            call, self._call = self._call, None
+        if call is not None:
+            call.cancel()
+
+
+class RegionPool:
+    """System regions of one session; a region serves one call at a time."""
+
+    def __init__(self, session: RegionSession):
+        self._session = session
         self._lock = threading.Lock()
         self._free: List[Region] = []
         self._all: List[Region] = []
@@ -113,17 +171,14 @@ class RegionPool:
         try:
             os.ftruncate(fd, size)
             memory = mmap.mmap(fd, size)
-            request = (_wire.string_field(1, "/" + name) + _wire._key(3, 0) + _wire.varint(size)
-                       + _wire.string_field(4, "normd-python"))
             try:
-                response = self._register(request)
-            except grpc.RpcError as e:
+                region_id = self._session.register_system("/" + name, size)
+            except Exception:
                 memory.close()
-                raise from_rpc_error(e) from None
+                raise
         finally:
             os.close(fd)
             os.unlink(path)  # normd holds its own mapping now; nothing can be left behind
-        region_id = _wire.read_register_weight_response(response)  # field 1: a string, too
         region = Region(region_id, memory, size)
         with self._lock:
             self._all.append(region)
@@ -133,10 +188,7 @@ class RegionPool:
         with self._lock:
             if region in self._all:
                 self._all.remove(region)
-        try:
-            self._unregister(_wire.string_field(1, region.id), timeout=5.0)
-        except grpc.RpcError:
-            pass  # the session's end releases it anyway
+        self._session.unregister(region.id)
         region.view = None
         try:
             region.memory.close()
@@ -149,7 +201,6 @@ class RegionPool:
             regions, self._free = list(self._all), []
         for region in regions:
             self._drop(region)
-        self._session.cancel()
 
 
 class _ShmAttached:
