@@ -11,6 +11,7 @@ the client itself does not).
 """
 
 from normd._channel import TLS
+from normd._transport import TransportUnavailable
 from normd._transport import available as available_transports
 from normd._weights import Weight
 from normd.client import Client
@@ -37,4 +38,5 @@ __all__ = [
     "InvalidArgument", "NormdError", "NotFound", "PermissionDenied", "ResourceExhausted",
     "ServerInfo", "Stream", "TLS", "Unauthenticated", "Unavailable", "Unimplemented", "Weight",
     "available_transports",
+    "TransportUnavailable",
 ]

@@ -50,8 +50,8 @@ class PreparedCall:
         # The one copy of the tensors on their way out.
         if attached.residual_field:
             return b"".join([*attached.input_field, weight_field, eps, *attached.residual_field,
-                             rest])
-        return b"".join([*attached.input_field, weight_field, eps, rest])
+                             rest, attached.output_field])
+        return b"".join([*attached.input_field, weight_field, eps, rest, attached.output_field])
 
     def use(self, weight: Weight) -> None:
         if weight.inline:

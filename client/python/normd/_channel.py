@@ -95,6 +95,16 @@ def service_config(options: Options) -> dict:
     return {"loadBalancingConfig": [{"round_robin": {}}], "methodConfig": [method]}
 
 
+def _may_use_regions(options: Options) -> bool:
+    """Shared-memory regions belong to one connection's session, so a client that may register
+    them keeps a connection of its own (grpcio otherwise shares one between channels to the same
+    target, and normd allows one session per connection)."""
+    from normd._shm import is_local_target
+
+    return options.transport in ("shm", "cuda-ipc") or (options.transport == "auto"
+                                          and is_local_target(options.target))
+
+
 def channel_arguments(options: Options) -> list:
     def ms(seconds: float) -> int:
         return int(seconds * 1000)
@@ -114,7 +124,7 @@ def channel_arguments(options: Options) -> list:
         # gRPC's default of 120 s would leave a restarted replica unused for minutes.
         ("grpc.max_reconnect_backoff_ms", ms(options.max_reconnect_backoff)),
     ]
-    if options.own_connection:
+    if options.own_connection or _may_use_regions(options):
         arguments.append(("grpc.use_local_subchannel_pool", 1))
     if options.tls is not None and options.tls.server_name:
         arguments.append(("grpc.ssl_target_name_override", options.tls.server_name))

@@ -151,10 +151,14 @@ def make_output(buf: bytes, offset: int, host: HostTensor):
     if dtype is not None:
         source = np.frombuffer(buf, dtype, host.nbytes // dtype.itemsize, offset)
         return source.reshape(host.shape).copy()
-    out = torch_module().empty_like(host.owner)  # contiguous: the owner is
+    torch = torch_module()
     if _BYTES_DATA is not None and type(buf) is bytes:
+        out = torch.empty_like(host.owner)  # contiguous: the owner is
         ctypes.memmove(out.data_ptr(), id(buf) + _BYTES_DATA + offset, host.nbytes)
     else:
-        target = (ctypes.c_char * host.nbytes).from_address(out.data_ptr())
-        np.frombuffer(target, np.uint8)[:] = np.frombuffer(buf, np.uint8, host.nbytes, offset)
+        # A shared-memory region: numpy's copy lands in memory numpy allocates with huge pages
+        # where it can, which a fresh large torch tensor does not (its first touch then faults
+        # page by page, several times the copy itself); the tensor adopts numpy's memory.
+        flat = np.frombuffer(buf, np.uint8, host.nbytes, offset).copy()
+        out = torch.from_numpy(flat).view(host.owner.dtype).reshape(host.owner.shape)
     return out if host.device is None else out.to(host.device)

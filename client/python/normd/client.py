@@ -25,7 +25,8 @@ class Client(_base.ClientBase):
     """A connection to normd. Keyword options (normd._channel.Options): timeout (seconds, each
     call's default deadline), max_request_bytes (0: ask the server), max_attempts, initial_backoff,
     max_backoff, keepalive_time, keepalive_timeout, max_reconnect_backoff, wait_for_ready,
-    own_connection, tls (normd.TLS), transport ("auto" or "bytes"), cache_weights.
+    own_connection, tls (normd.TLS), transport ("auto", "bytes", "shm" or "cuda-ipc"; see
+    normd._transport), cache_weights.
 
     Creating a Client does not connect: the first call does, and asks the server for its limits.
     """
@@ -41,6 +42,7 @@ class Client(_base.ClientBase):
         self._normalize = self._methods[_channel.NORMALIZE]
         self._wait_for_ready = self._options.wait_for_ready or None  # None: grpcio's default
         self._normalize_stream = self._channel.stream_stream(_channel.NORMALIZE_STREAM)
+        self._transport.bind(self._channel, target)
 
     def rms_norm(self, x, weight, eps: float = 1e-6, residual=None, weight_offset: float = 0.0, *,
                  timeout: Optional[float] = None, request_id: str = ""):
@@ -94,6 +96,8 @@ class Client(_base.ClientBase):
         return Stream(self, max_in_flight)
 
     def close(self) -> None:
+        """Unregisters this client's shared-memory regions, ends its session, closes the channel."""
+        self._transport.close()
         self._channel.close()
 
     def __enter__(self):
