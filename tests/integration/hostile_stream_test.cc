@@ -174,10 +174,15 @@ TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
   std::thread writer([&] {
     for (int i = 0; i < kOffered && call->Write(request); ++i) written.fetch_add(1);
   });
-  // normd takes kMaxInflight of the stream's requests and then reads no more of it (the good
-  // client may have one more in flight).
-  EXPECT_TRUE(WaitUntil([&] { return InflightRequests(server) >= kMaxInflight; }))
-      << "normd never held the stream's " << kMaxInflight << " requests";
+  // normd takes kMaxInflight of the stream's requests and answers them; their responses, never
+  // read, then hold the stream's slots, so normd reads no more of it. (Counted as answered, not as
+  // in flight: a computed response waiting to be written is no longer a request in flight, so the
+  // in-flight gauge shows the four only while they compute.)
+  EXPECT_TRUE(WaitUntil([&] {
+    return ScrapeSum(server.metrics_port(), "normd_requests_total",
+                     {{"method", "NormalizeStream"}, {"code", "OK"}}) >= kMaxInflight;
+  })) << "normd never answered the stream's first "
+      << kMaxInflight << " requests";
   // Flow control then stops the writer once gRPC's windows are full. That nothing more is written
   // can only be seen as no progress: the writer is taken as stalled once a full second of real time
   // passes without a write. (A pause of the machine can only make that come early, which makes the
