@@ -8,11 +8,12 @@
 #                   following normd (--target-processes all), where compute-sanitizer is found
 #   normd.log       the normd that normbench measured; metrics.txt its /metrics after the runs
 #   normbench.log   every normbench run's output; normbench.csv their rows, each prefixed by its run
-#   summary.txt     the table printed last: the issue's H200 targets, each against normd-echo
-# Usage: bundle a cuda-h200 build with this script, carry the bundle, run the script from it:
-#   cmake --preset cuda-h200 && cmake --build --preset cuda-h200
-#   /work/shared/gpu/bundle.sh build/cuda-h200 /work/main/.gpu42 tests/gpu/run_shared_memory_h200.sh
-#   device run, carry [".gpu42"]:  bash .gpu42/bin/run_shared_memory_h200.sh
+#   summary.txt     the table printed last: the H200 targets (docs/SHARED_MEMORY.md), each against
+#                   normd-echo
+# Usage: build (cmake --preset cuda-h200 && cmake --build --preset cuda-h200), put this script and
+# the build's normd, normd-echo, normbench, normd_shared_memory_gpu_test, normd_integration_test and
+# normd_region_client in a bundle (a folder holding bin/ and lib/ with an env.sh that puts them on
+# PATH and LD_LIBRARY_PATH), copy it to the GPU machine and run: bash BUNDLE/bin/run_shared_memory_h200.sh
 # DURATION (default 2s) is normbench's measuring time per server and point.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
