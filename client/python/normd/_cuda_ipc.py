@@ -51,6 +51,30 @@ def device_uuid(device) -> bytes:
     return _uuids[index]
 
 
+# PyTorch's export of a block (CUDACachingAllocator's shareIpcHandle) is, since PyTorch 2.2, a
+# version byte, a type byte and the type's payload; before that it was the bare handle.
+_CUDA_IPC_HANDLE_BYTES = 64  # sizeof(cudaIpcMemHandle_t)
+_CUDA_MALLOC_BLOCK = ord("c")  # a block from cudaMalloc: the payload is its cudaIpcMemHandle_t
+_EXPANDABLE_SEGMENT = ord("e")  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+
+
+def cuda_ipc_mem_handle(exported: bytes) -> bytes:
+    """The 64-byte cudaIpcMemHandle_t inside PyTorch's export of a caching-allocator block."""
+    if len(exported) == _CUDA_IPC_HANDLE_BYTES:
+        return exported
+    if len(exported) == _CUDA_IPC_HANDLE_BYTES + 2 and exported[1] == _CUDA_MALLOC_BLOCK:
+        return exported[2:]
+    if len(exported) >= 2 and exported[1] == _EXPANDABLE_SEGMENT:
+        raise InvalidArgument(
+            "input: the tensor lives in an expandable segment (PYTORCH_CUDA_ALLOC_CONF="
+            "expandable_segments:True), which has no CUDA IPC handle; use transport='bytes' or "
+            "'shm', or allocate without expandable segments")
+    raise InvalidArgument(
+        f"input: PyTorch exported a {len(exported)}-byte handle of a form normd does not know "
+        f"(type byte {exported[1:2]!r}); expected {_CUDA_IPC_HANDLE_BYTES} bytes, or "
+        f"{_CUDA_IPC_HANDLE_BYTES + 2} of type 'c'")
+
+
 def is_cuda_tensor(x) -> bool:
     torch = torch_module()
     return torch is not None and isinstance(x, torch.Tensor) and x.is_cuda
@@ -68,7 +92,8 @@ class _Registered:
         self._counter = shared[4:6]
         self.tensor = tensor  # holds the memory while normd may use it
         try:
-            self.id = session.register_cuda(bytes(handle), device_uuid(tensor.device),
+            self.id = session.register_cuda(cuda_ipc_mem_handle(bytes(handle)),
+                                            device_uuid(tensor.device),
                                             storage_offset, storage_bytes)
         except BaseException:
             self.release_counter()

@@ -26,3 +26,16 @@ def test_explicit_cuda_ipc_refuses_host_tensors(server):
     with normd.Client(server.address, transport="cuda-ipc") as client:
         with pytest.raises(ValueError, match="cuda-ipc' cannot carry this input"):
             client.rms_norm(np.ones((2, 16), np.float32), np.ones(16, np.float32))
+
+
+def test_pytorch_cuda_exports_unwrap_to_the_64_byte_handle():
+    # No GPU needed: the forms PyTorch's caching allocator exports a block in.
+    from normd._cuda_ipc import cuda_ipc_mem_handle
+    handle = bytes(range(64))
+    assert cuda_ipc_mem_handle(handle) == handle  # PyTorch before 2.2: the bare handle
+    for version in (2, 3):
+        assert cuda_ipc_mem_handle(bytes([version]) + b"c" + handle) == handle
+    with pytest.raises(ValueError, match="expandable_segments"):
+        cuda_ipc_mem_handle(b"\x02e" + bytes(40))
+    with pytest.raises(ValueError, match="a 10-byte handle"):
+        cuda_ipc_mem_handle(bytes(10))
