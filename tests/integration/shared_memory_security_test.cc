@@ -283,7 +283,7 @@ TEST(SharedMemoryOffTest, OffByDefault) {
       client->Normalize(tensor, TensorView::Float32(std::vector<float>(kHidden, 1.0f)));
   EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition) << result.status();
   absl::StatusOr<normd::v1::ServerInfo> info = client->GetServerInfo();
-  ASSERT_TRUE(info.ok());
+  ASSERT_TRUE(info.ok()) << info.status() << "\n" << server.log();
   EXPECT_EQ(info->shared_memory_size(), 0);
 }
 
