@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <random>
 #include <span>
@@ -123,15 +124,23 @@ TEST_F(SharedMemoryFailureTest, ADeadClientsRegionsAreReleased) {
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
   posix_spawn_file_actions_addclose(&actions, out[0]);
   const std::string target = "unix:" + SocketPath();
-  // $NORMD_REGION_CLIENT when set (a bundle run from another path), else the build tree's.
+  // $NORMD_REGION_CLIENT when set, else the build tree's, else normd_region_client on PATH (a
+  // bundle of the build run on another machine, where the build tree's path does not exist).
   const char* from_env = std::getenv("NORMD_REGION_CLIENT");
-  const std::string client_path =
+  std::string client_path =
       from_env != nullptr && *from_env != '\0' ? from_env : NORMD_REGION_CLIENT_PATH;
+  const bool search_path =
+      (from_env == nullptr || *from_env == '\0') && access(client_path.c_str(), X_OK) != 0;
+  if (search_path) client_path = "normd_region_client";
   std::vector<char*> argv = {const_cast<char*>(client_path.c_str()),
                              const_cast<char*>(target.c_str()), const_cast<char*>("65536"),
                              nullptr};
   pid_t child = -1;
-  ASSERT_EQ(posix_spawn(&child, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  const int spawned = search_path
+                          ? posix_spawnp(&child, argv[0], &actions, nullptr, argv.data(), environ)
+                          : posix_spawn(&child, argv[0], &actions, nullptr, argv.data(), environ);
+  ASSERT_EQ(spawned, 0) << "cannot start " << client_path << ": " << std::strerror(spawned)
+                        << " (set NORMD_REGION_CLIENT to the normd_region_client binary)";
   posix_spawn_file_actions_destroy(&actions);
   close(out[1]);
   FILE* from_child = fdopen(out[0], "r");
