@@ -221,17 +221,39 @@ TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
 // naming the budget, and the charge comes back when the stream goes.
 TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
   NormdProcess server;
-  // 64 MiB: requests and responses admitted up to 32 MiB; each 1 MiB request charges 2 MiB.
-  ASSERT_TRUE(server.Start({"--backend=cpu", "--max-memory-bytes=67108864"}).ok()) << server.log();
+  // 64 MiB: requests and responses admitted up to 32 MiB, payloads queued up to 16 MiB. Each 1 MiB
+  // request charges its message (1 MiB and its 16 KiB weight) and its 1 MiB response, so the
+  // stream's 15 slots (about 30.2 MiB, 15 MiB of payload) fit on their own, and one more call
+  // passes the memory share (about 32.3 MiB) though not the queue (exactly 16 MiB). The stream
+  // alone is never refused: were it refused, it would end and free its charge.
+  constexpr int kStreamSlots = 15;
+  ASSERT_TRUE(server
+                  .Start({"--backend=cpu", "--max-memory-bytes=67108864",
+                          absl::StrCat("--stream-max-inflight=", kStreamSlots)})
+                  .ok())
+      << server.log();
   auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
   std::mt19937 rng(7);
   const NormalizeRequest request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);  // 1 MiB
   grpc::ClientContext context;
   auto call = stub->NormalizeStream(&context);
   std::atomic<int> written{0};
+  std::atomic<bool> writer_stopped{false};
   std::thread writer([&] {
     for (int i = 0; i < 256 && call->Write(request); ++i) written.fetch_add(1);
+    writer_stopped.store(true);
   });
+  // The stream fills its slots with responses it never reads before any other call is made: a
+  // unary call in flight meanwhile would share the budget with the stream's last requests.
+  EXPECT_TRUE(WaitUntil([&] {
+    return ScrapeSum(server.metrics_port(), "normd_requests_total",
+                     {{"method", "NormalizeStream"}, {"code", "OK"}}) >= kStreamSlots;
+  })) << "normd never answered the stream's first "
+      << kStreamSlots << " requests";
+  for (int last = -1; written.load() != last && !writer_stopped.load();) {
+    last = written.load();
+    absl::SleepFor(absl::Seconds(1));
+  }
   // Calls Normalize until `done` holds for its status (or 200 tries); returns the last status.
   NormalizeResponse response;
   auto call_until = [&](const std::function<bool(const grpc::Status&)>& done) {
@@ -245,13 +267,21 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
     }
     return status;
   };
-  // The silent stream fills the admitted share: a unary call of the same size is refused, saying
-  // why. (Polled: the stream's requests are admitted as normd reads them.)
-  const grpc::Status refused = call_until(
-      [](const grpc::Status& s) { return s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED; });
-  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
-  EXPECT_NE(refused.error_message().find("--max-memory-bytes"), std::string::npos)
-      << refused.error_message();
+  if (writer_stopped.load()) {
+    ADD_FAILURE() << "the never-read stream ended after " << written.load()
+                  << " writes; normd's log:\n"
+                  << server.log();
+  } else {
+    // The stalled stream holds the admitted share: a unary call of the same size is refused at
+    // once, saying why.
+    grpc::ClientContext unary;
+    unary.set_deadline(In(absl::Seconds(30)));
+    const grpc::Status refused = stub->Normalize(&unary, request, &response);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << refused.error_message();
+    EXPECT_NE(refused.error_message().find("--max-memory-bytes"), std::string::npos)
+        << refused.error_message();
+  }
   context.TryCancel();
   writer.join();
   call->Finish();
