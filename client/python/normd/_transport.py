@@ -55,14 +55,18 @@ class Transport(abc.ABC):
 
 
 class _BytesAttached(Attached):
-    __slots__ = ("input", "input_field", "residual_field", "_residual")
+    __slots__ = ("input", "input_field", "residual_field", "_residual", "_residual_host")
 
     def __init__(self, x, residual):
         self.input = host = to_host(x, "input")
         self.input_field = _wire.tensor_field(_wire.INPUT, *host[:4])
         self._residual = residual is not None
+        # The fields point into the host tensors' memory, not at copies: each HostTensor is kept
+        # for as long as the call, since for a CUDA or non-contiguous torch tensor it owns the
+        # only host copy of the bytes the request is built from.
+        self._residual_host = None
         if self._residual:
-            r = to_host(residual, "residual")
+            self._residual_host = r = to_host(residual, "residual")
             self.residual_field = _wire.tensor_field(_wire.RESIDUAL, *r[:4])
         else:
             self.residual_field = []

@@ -92,6 +92,24 @@ def test_non_contiguous_and_big_endian_inputs(client):
         assert_close(y.astype(np.float64), expected, "float32")
 
 
+def test_non_contiguous_torch_residual(client):
+    # A non-contiguous torch tensor is sent from a contiguous host copy that the call must keep
+    # alive until the request is sent (as for a CUDA tensor's copy). 8 MiB: freed early, the copy
+    # would go back to the system and its bytes would be garbage or unmapped.
+    torch = pytest.importorskip("torch", reason="the test needs torch")
+    generator = torch.Generator().manual_seed(11)
+    x = torch.randn(512, 4096, generator=generator)
+    r = torch.randn(4096, 512, generator=generator).t()  # [512, 4096], not contiguous
+    w = torch.rand(4096, generator=generator) + 0.5
+    assert not r.is_contiguous()
+    for _ in range(3):
+        y, h = client.rms_norm(x, w, eps=1e-6, residual=r)
+        expected_y, expected_h = rms_norm_reference(
+            x.double().numpy(), w.double().numpy(), 1e-6, r.double().numpy())
+        assert_close(y.double().numpy(), expected_y, "float32")
+        assert_close(h.double().numpy(), expected_h, "float32", "residual_out")
+
+
 def test_an_all_zero_row_gives_zeros(client):
     x = np.zeros((2, 128), np.float32)
     x[1] = 1.0
