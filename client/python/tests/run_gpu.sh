@@ -20,9 +20,7 @@ shift $(( $# >= 2 ? 2 : 1 ))
 mkdir -p "$out"
 package=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 python=${PYTHON:-python3}
-# shellcheck disable=SC1091
-source "$bundle/env.sh"
-normd_bin=$(command -v normd)
+[[ -x $bundle/bin/normd ]] || { echo "run_gpu.sh: no bin/normd in $bundle" >&2; exit 2; }
 
 "$python" - > "$out/versions.txt" <<'EOF'
 import sys, importlib
@@ -49,6 +47,17 @@ mkdir "$work/src"
 cp -r "$package/normd" "$package/pyproject.toml" "$package/README.md" "$work/src/"
 "$python" -m pip install --quiet --no-build-isolation --no-deps --no-index --target "$work/site" \
   "$work/src"
+
+# normd runs through a wrapper that loads the bundle's libraries for it alone: in the tests' own
+# environment they would shadow the machine's (protoc, run by test_wire, needs the system's
+# libstdc++).
+cat > "$work/normd" <<WRAPPER
+#!/usr/bin/env bash
+source "$bundle/env.sh"
+exec "$bundle/bin/normd" "\$@"
+WRAPPER
+chmod +x "$work/normd"
+normd_bin=$work/normd
 
 export PYTHONPATH="$work/site" NORMD_TEST_INSTALLED=1 NORMD_BINARY="$normd_bin" \
   NORMD_TEST_BACKEND="${NORMD_TEST_BACKEND:-cuda}" PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
