@@ -156,6 +156,26 @@ TEST(HostileTest, TwoThousandStreamsOnOneConnection) {
   EXPECT_EQ(WaitForNoInflight(server), 0);
 }
 
+// Waits until normd has answered `count` NormalizeStream requests OK (false if it never does).
+bool WaitForStreamAnswers(const NormdProcess& server, int count) {
+  return WaitUntil([&] {
+    return ScrapeSum(server.metrics_port(), "normd_requests_total",
+                     {{"method", "NormalizeStream"}, {"code", "OK"}}) >= count;
+  });
+}
+
+// Waits until a writer that never reads has stalled: flow control stops it once gRPC's windows are
+// full, and that nothing more is written can only be seen as no progress, so the writer is taken as
+// stalled once a full second of real time passes without a write. (A pause of the machine can only
+// make that come early, which makes the checks that follow less sensitive, never fail on a server
+// that works.) Returns early once `finished` holds: the writer has stopped writing for good.
+void WaitForWriterToStall(const std::atomic<int>& written, const std::function<bool()>& finished) {
+  for (int last = -1; written.load() != last && !finished();) {
+    last = written.load();
+    absl::SleepFor(absl::Seconds(1));
+  }
+}
+
 TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
   NormdProcess server;
   constexpr int kMaxInflight = 4;
@@ -178,19 +198,10 @@ TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
   // read, then hold the stream's slots, so normd reads no more of it. (Counted as answered, not as
   // in flight: a computed response waiting to be written is no longer a request in flight, so the
   // in-flight gauge shows the four only while they compute.)
-  EXPECT_TRUE(WaitUntil([&] {
-    return ScrapeSum(server.metrics_port(), "normd_requests_total",
-                     {{"method", "NormalizeStream"}, {"code", "OK"}}) >= kMaxInflight;
-  })) << "normd never answered the stream's first "
-      << kMaxInflight << " requests";
-  // Flow control then stops the writer once gRPC's windows are full. That nothing more is written
-  // can only be seen as no progress: the writer is taken as stalled once a full second of real time
-  // passes without a write. (A pause of the machine can only make that come early, which makes the
-  // check below less sensitive, never fail on a server that works.)
-  for (int last = -1; written.load() != last && written.load() < kOffered;) {
-    last = written.load();
-    absl::SleepFor(absl::Seconds(1));
-  }
+  EXPECT_TRUE(WaitForStreamAnswers(server, kMaxInflight))
+      << "normd never answered the stream's first " << kMaxInflight << " requests";
+  // Flow control then stops the writer once gRPC's windows are full.
+  WaitForWriterToStall(written, [&] { return written.load() >= kOffered; });
   const int64_t rss_stalled = server.ResidentBytes();
   // Served while the stream is stalled; and normd's memory has not grown meanwhile.
   EXPECT_TRUE(good.WaitForMoreCalls(3))
@@ -245,15 +256,9 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
   });
   // The stream fills its slots with responses it never reads before any other call is made: a
   // unary call in flight meanwhile would share the budget with the stream's last requests.
-  EXPECT_TRUE(WaitUntil([&] {
-    return ScrapeSum(server.metrics_port(), "normd_requests_total",
-                     {{"method", "NormalizeStream"}, {"code", "OK"}}) >= kStreamSlots;
-  })) << "normd never answered the stream's first "
-      << kStreamSlots << " requests";
-  for (int last = -1; written.load() != last && !writer_stopped.load();) {
-    last = written.load();
-    absl::SleepFor(absl::Seconds(1));
-  }
+  EXPECT_TRUE(WaitForStreamAnswers(server, kStreamSlots))
+      << "normd never answered the stream's first " << kStreamSlots << " requests";
+  WaitForWriterToStall(written, [&] { return writer_stopped.load(); });
   // Calls Normalize until `done` holds for its status (or 200 tries); returns the last status.
   NormalizeResponse response;
   auto call_until = [&](const std::function<bool(const grpc::Status&)>& done) {
