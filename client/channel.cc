@@ -102,7 +102,12 @@ std::shared_ptr<grpc::Channel> MakeNormdChannel(
   // too_many_pings).
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  // gRPC reads the "min reconnect backoff" as the least time a connection attempt is given, not as
+  // a backoff (the first backoff is the initial one above). At 100 ms, as it once was here, a
+  // server slower than that to send its HTTP/2 settings (a busy one, a sanitizer build, a distant
+  // one) could never be connected to: "connection attempt timed out before receiving SETTINGS".
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+              ClampToInt(absl::ToInt64Milliseconds(options.connect_timeout)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               ClampToInt(absl::ToInt64Milliseconds(options.max_reconnect_backoff)));
   if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);

@@ -58,6 +58,10 @@ struct ClientOptions {
   // Reconnection after a server went away starts after 100 ms and backs off up to this (gRPC's
   // default of 120 s would leave a restarted replica unused for minutes).
   absl::Duration max_reconnect_backoff = absl::Seconds(2);
+  // The time one connection attempt gets (TCP, TLS and the HTTP/2 settings exchange) before it is
+  // given up and retried after the backoff: gRPC's own default. A loaded server, or one across a
+  // slow network, can take far more than the 100 ms of the reconnect backoff to answer.
+  absl::Duration connect_timeout = absl::Seconds(20);
   // Calls wait (up to their deadline) for a connection instead of failing at once with UNAVAILABLE
   // while no server is reachable: for callers that would rather wait out a restart than retry.
   bool wait_for_ready = false;

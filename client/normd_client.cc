@@ -151,6 +151,12 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   }
   if (options.max_request_bytes < 0)
     return absl::InvalidArgumentError("max_request_bytes must be >= 0");
+  // gRPC raises anything under 100 ms to 100 ms without a word; refusing says so instead.
+  if (options.connect_timeout < absl::Milliseconds(100)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("connect_timeout: ", absl::FormatDuration(options.connect_timeout),
+                     "; must be at least 100ms"));
+  }
   int64_t limit =
       options.max_request_bytes > 0 ? options.max_request_bytes : kDefaultMaxRequestBytes;
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =

@@ -58,6 +58,9 @@ class Options:
     keepalive_time: float = 30.0
     keepalive_timeout: float = 10.0
     max_reconnect_backoff: float = 2.0
+    # Seconds one connection attempt (TCP, TLS, the HTTP/2 settings exchange) gets before it is
+    # given up and retried after the backoff: gRPC's own default.
+    connect_timeout: float = 20.0
     wait_for_ready: bool = False  # wait (up to the deadline) for a connection instead of failing
     own_connection: bool = False  # a connection of this client's own, not shared by target
     tls: Optional[TLS] = None
@@ -73,6 +76,10 @@ class Options:
             raise ValueError(f"max_request_bytes: {self.max_request_bytes}; must be >= 0")
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts: {self.max_attempts}; must be >= 1")
+        # gRPC raises anything under 100 ms to 100 ms without a word; refusing says so instead.
+        if not self.connect_timeout >= 0.1:
+            raise ValueError(f"connect_timeout: {self.connect_timeout}; must be at least 0.1 "
+                             "(seconds)")
 
 
 def _seconds(value: float) -> str:
@@ -120,7 +127,9 @@ def channel_arguments(options: Options) -> list:
         # Idle connections are not pinged: servers answer frequent idle pings with GOAWAY.
         ("grpc.keepalive_permit_without_calls", 0),
         ("grpc.initial_reconnect_backoff_ms", 100),
-        ("grpc.min_reconnect_backoff_ms", 100),
+        # gRPC reads this as the least time a connection attempt gets, not as a backoff: at 100 ms
+        # a server slower than that to send its HTTP/2 settings could never be connected to.
+        ("grpc.min_reconnect_backoff_ms", ms(options.connect_timeout)),
         # gRPC's default of 120 s would leave a restarted replica unused for minutes.
         ("grpc.max_reconnect_backoff_ms", ms(options.max_reconnect_backoff)),
     ]

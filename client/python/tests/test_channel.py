@@ -1,14 +1,17 @@
-"""The channel: round_robin over several normd, dns:/// targets, the service config, TLS and mTLS."""
+"""The channel: round_robin over several normd, dns:/// targets, the service config, TLS and mTLS,
+and how long a new connection is waited for."""
 
 import json
 import os
 import subprocess
+import time
 
 import numpy as np
 import pytest
 
 import normd
 from normd import _channel
+from delaying_proxy import DelayingProxy
 from normd_server import NormdServer
 
 X = np.ones((1, 64), np.float32)
@@ -76,6 +79,30 @@ def test_dns_target(server):
     with normd.Client(f"dns:///localhost:{server.port}") as client:
         assert client.health()
         assert np.allclose(client.rms_norm(X, W), 1.0, atol=1e-5)
+
+
+def test_a_server_slow_to_answer_a_new_connection_is_waited_for(server):
+    # One second: longer than the 100 ms reconnect backoff, far shorter than connect_timeout's
+    # default. One attempt, so that no retry hides a connection attempt given up.
+    with DelayingProxy(server.port, delay=1.0) as proxy, \
+            normd.Client(proxy.target, own_connection=True, max_attempts=1) as client:
+        assert np.allclose(client.rms_norm(X, W), 1.0, atol=1e-5)
+
+
+def test_a_connection_slower_than_connect_timeout_is_given_up(server):
+    delay = 5.0
+    with DelayingProxy(server.port, delay=delay) as proxy, \
+            normd.Client(proxy.target, own_connection=True, max_attempts=1, connect_timeout=0.3,
+                         max_request_bytes=1 << 20) as client:
+        start = time.monotonic()
+        with pytest.raises(normd.Unavailable):
+            client.rms_norm(X, W)
+        assert time.monotonic() - start < delay, "the call waited for the slow connection"
+
+
+def test_connect_timeout_under_a_tenth_of_a_second_is_refused():
+    with pytest.raises(ValueError, match=r"connect_timeout: 0.05; must be at least 0.1"):
+        normd.Client("127.0.0.1:1", connect_timeout=0.05)
 
 
 def test_service_config_retries_unary_methods_only():
