@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <regex>
 
@@ -75,6 +76,19 @@ void NormdProcess::AwaitExit(pid_t pid) {
 std::string NormdProcess::log() const {
   normd::MutexLock lock(&mu_);
   return log_;
+}
+
+std::string NormdProcess::State() const {
+  normd::MutexLock lock(&mu_);
+  if (pid_ <= 0) return "not started";
+  if (!exited_) return "running";
+  if (WIFEXITED(exit_status_))
+    return absl::StrCat("exited with status ", WEXITSTATUS(exit_status_));
+  if (WIFSIGNALED(exit_status_)) {
+    return absl::StrCat("killed by signal ", WTERMSIG(exit_status_), " (",
+                        strsignal(WTERMSIG(exit_status_)), ")");
+  }
+  return absl::StrCat("ended with wait status ", exit_status_);
 }
 
 bool NormdProcess::AwaitLog(const std::function<bool(const std::string&)>& found,

@@ -62,6 +62,9 @@ class NormdProcess {
   std::shared_ptr<grpc::Channel> NewChannel(
       const std::shared_ptr<grpc::ChannelCredentials>& credentials) const;
   std::string log() const;
+  // "running", "exited with status N" or "killed by signal N (NAME)": what a failed test reports
+  // beside the log, so that a server that died is told from one that refused.
+  std::string State() const;
   // Waits until `part` appears in the log (true) or the process's stderr closes without it, or
   // `timeout` passes (false).
   bool WaitForLog(const std::string& part, absl::Duration timeout = absl::Seconds(30)) const;

@@ -274,9 +274,11 @@ TEST(SharedMemoryOffTest, OffByDefault) {
   NormdProcess server;
   ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();
   std::unique_ptr<Client> client = ConnectOwn(server.address());
-  ASSERT_NE(client, nullptr);
+  ASSERT_NE(client, nullptr) << "normd is " << server.State() << "\n" << server.log();
   absl::Status session = client->OpenRegionSession();
-  EXPECT_EQ(session.code(), absl::StatusCode::kFailedPrecondition) << session;
+  EXPECT_EQ(session.code(), absl::StatusCode::kFailedPrecondition)
+      << session << "\nnormd is " << server.State() << "\n"
+      << server.log();
   EXPECT_TRUE(absl::StrContains(session.message(), "--shared-memory")) << session;
   RegionTensor tensor{std::string(32, 'a'), 0, DType::kBFloat16, {kRows, kHidden}};
   absl::StatusOr<NormalizeResult> result =

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,16 @@ class SuiteNormdTest : public Base {
 
  protected:
   void SetUp() override { ASSERT_NE(server_, nullptr) << "the suite's normd did not start"; }
+  // A failed test shows the shared normd's state and the end of its log (a sanitizer's report, a
+  // refusal): the test's own message rarely says whether the server was still there.
+  void TearDown() override {
+    if (server_ == nullptr || !this->HasFailure()) return;
+    const std::string log = server_->log();
+    constexpr size_t kTail = 8192;
+    std::cerr << "the suite's normd (pid " << server_->pid() << ") is " << server_->State()
+              << "; the end of its log:\n"
+              << (log.size() > kTail ? log.substr(log.size() - kTail) : log) << "\n";
+  }
 
   static inline NormdProcess* server_ = nullptr;
 };
