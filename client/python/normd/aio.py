@@ -179,6 +179,7 @@ class Stream:
 
     async def _read(self, call, pending) -> None:
         error = None
+        resend = False
         try:
             while True:
                 response = await call.read()
@@ -188,6 +189,7 @@ class Stream:
                 _settle(future, lambda: prepared.attached.outputs(response), prepared)
         except grpc.RpcError as e:
             error = from_rpc_error(e)
+            resend = isinstance(error, (NotFound, Unavailable)) or _failed_by_a_write(e)
         if self._call is call:
             self._call = None  # later submits open a fresh stream
         left = list(pending)
@@ -195,7 +197,7 @@ class Stream:
         if left and error is None:
             error = Internal("stream ended before every response came")
         for prepared, future in left:
-            if isinstance(error, (NotFound, Unavailable)):
+            if resend:
                 self._retries.append(asyncio.ensure_future(self._retry(prepared, future)))
             else:
                 _settle(future, error, prepared)
@@ -208,6 +210,17 @@ class Stream:
             _settle(future, e, prepared)
         else:
             _settle(future, lambda: prepared.attached.outputs(response), prepared)
+
+
+def _failed_by_a_write(error: grpc.RpcError) -> bool:
+    """Whether grpc.aio ended the stream for a write that gRPC's core refused. A write after the
+    server has ended the stream (NOT_FOUND for an evicted weight, say) fails there, and grpc.aio
+    then gives the call its own status, INTERNAL "Internal error from Core", which can win over the
+    server's (seen with grpcio 1.84). The requests left unanswered are then sent again, as after
+    NOT_FOUND or UNAVAILABLE: a normalization has no side effects, and a request the server refused
+    is refused again with the server's own error."""
+    return (error.code() == grpc.StatusCode.INTERNAL
+            and error.details() == "Internal error from Core")
 
 
 def _settle(future, outcome, prepared) -> None:
