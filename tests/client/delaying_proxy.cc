@@ -53,12 +53,7 @@ DelayingProxy::DelayingProxy(int upstream_port, absl::Duration delay)
 DelayingProxy::~DelayingProxy() {
   stopping_ = true;
   if (acceptor_.joinable()) acceptor_.join();
-  std::vector<std::thread> relays;
-  {
-    normd::MutexLock lock(&mu_);
-    relays.swap(relays_);
-  }
-  for (std::thread& relay : relays) relay.join();
+  for (std::thread& relay : relays_) relay.join();
   if (listen_fd_ >= 0) close(listen_fd_);
 }
 
@@ -68,7 +63,6 @@ void DelayingProxy::AcceptLoop() {
     if (poll(&ready, 1, kPollMs) <= 0) continue;
     const int client_fd = accept(listen_fd_, nullptr, nullptr);
     if (client_fd < 0) continue;
-    normd::MutexLock lock(&mu_);
     relays_.emplace_back([this, client_fd] { Relay(client_fd); });
   }
 }

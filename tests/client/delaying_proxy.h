@@ -12,9 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
-#include "base/mutex.h"
 
 namespace normd::testing {
 
@@ -40,8 +38,8 @@ class DelayingProxy {
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::thread acceptor_;
-  normd::Mutex mu_;
-  std::vector<std::thread> relays_ ABSL_GUARDED_BY(mu_);
+  // Added to by the acceptor only; read by the destructor once the acceptor has been joined.
+  std::vector<std::thread> relays_;
 };
 
 }  // namespace normd::testing

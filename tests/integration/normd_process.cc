@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
@@ -78,17 +79,25 @@ std::string NormdProcess::log() const {
   return log_;
 }
 
-std::string NormdProcess::State() const {
+std::string NormdProcess::Report() const {
   normd::MutexLock lock(&mu_);
-  if (pid_ <= 0) return "not started";
-  if (!exited_) return "running";
-  if (WIFEXITED(exit_status_))
-    return absl::StrCat("exited with status ", WEXITSTATUS(exit_status_));
-  if (WIFSIGNALED(exit_status_)) {
-    return absl::StrCat("killed by signal ", WTERMSIG(exit_status_), " (",
-                        strsignal(WTERMSIG(exit_status_)), ")");
+  std::string state;
+  if (pid_ <= 0) {
+    state = "not started";
+  } else if (!exited_) {
+    state = "running";
+  } else if (WIFEXITED(exit_status_)) {
+    state = absl::StrCat("exited with status ", WEXITSTATUS(exit_status_));
+  } else if (WIFSIGNALED(exit_status_)) {
+    state = absl::StrCat("killed by signal ", WTERMSIG(exit_status_), " (",
+                         strsignal(WTERMSIG(exit_status_)), ")");
+  } else {
+    state = absl::StrCat("ended with wait status ", exit_status_);
   }
-  return absl::StrCat("ended with wait status ", exit_status_);
+  constexpr size_t kTail = 8192;
+  const size_t from = log_.size() > kTail ? log_.size() - kTail : 0;
+  return absl::StrCat("normd (pid ", pid_, ") is ", state, "; the end of its log:\n",
+                      absl::string_view(log_).substr(from));
 }
 
 bool NormdProcess::AwaitLog(const std::function<bool(const std::string&)>& found,

@@ -62,9 +62,10 @@ class NormdProcess {
   std::shared_ptr<grpc::Channel> NewChannel(
       const std::shared_ptr<grpc::ChannelCredentials>& credentials) const;
   std::string log() const;
-  // "running", "exited with status N" or "killed by signal N (NAME)": what a failed test reports
-  // beside the log, so that a server that died is told from one that refused.
-  std::string State() const;
+  // What a failed test prints about the server: "normd (pid N) is running" (or "exited with status
+  // N", "killed by signal N (NAME)"), then the last 8 KiB of its log. A server that died is so told
+  // from one that refused.
+  std::string Report() const;
   // Waits until `part` appears in the log (true) or the process's stderr closes without it, or
   // `timeout` passes (false).
   bool WaitForLog(const std::string& part, absl::Duration timeout = absl::Seconds(30)) const;

@@ -274,11 +274,10 @@ TEST(SharedMemoryOffTest, OffByDefault) {
   NormdProcess server;
   ASSERT_TRUE(server.Start({"--backend=cpu"}).ok()) << server.log();
   std::unique_ptr<Client> client = ConnectOwn(server.address());
-  ASSERT_NE(client, nullptr) << "normd is " << server.State() << "\n" << server.log();
+  ASSERT_NE(client, nullptr) << server.Report();
   absl::Status session = client->OpenRegionSession();
-  EXPECT_EQ(session.code(), absl::StatusCode::kFailedPrecondition)
-      << session << "\nnormd is " << server.State() << "\n"
-      << server.log();
+  EXPECT_EQ(session.code(), absl::StatusCode::kFailedPrecondition) << session << "\n"
+                                                                   << server.Report();
   EXPECT_TRUE(absl::StrContains(session.message(), "--shared-memory")) << session;
   RegionTensor tensor{std::string(32, 'a'), 0, DType::kBFloat16, {kRows, kHidden}};
   absl::StatusOr<NormalizeResult> result =

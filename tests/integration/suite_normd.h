@@ -49,12 +49,7 @@ class SuiteNormdTest : public Base {
   // A failed test shows the shared normd's state and the end of its log (a sanitizer's report, a
   // refusal): the test's own message rarely says whether the server was still there.
   void TearDown() override {
-    if (server_ == nullptr || !this->HasFailure()) return;
-    const std::string log = server_->log();
-    constexpr size_t kTail = 8192;
-    std::cerr << "the suite's normd (pid " << server_->pid() << ") is " << server_->State()
-              << "; the end of its log:\n"
-              << (log.size() > kTail ? log.substr(log.size() - kTail) : log) << "\n";
+    if (server_ != nullptr && this->HasFailure()) std::cerr << server_->Report() << "\n";
   }
 
   static inline NormdProcess* server_ = nullptr;

@@ -25,8 +25,8 @@ class Client(_base.ClientBase):
     """A connection to normd. Keyword options (normd._channel.Options): timeout (seconds, each
     call's default deadline), max_request_bytes (0: ask the server), max_attempts, initial_backoff,
     max_backoff, keepalive_time, keepalive_timeout, max_reconnect_backoff, connect_timeout,
-    wait_for_ready, own_connection, tls (normd.TLS), transport ("auto", "bytes", "shm" or "cuda-ipc"; see
-    normd._transport), cache_weights.
+    wait_for_ready, own_connection, tls (normd.TLS), transport ("auto", "bytes", "shm" or
+    "cuda-ipc"; see normd._transport), cache_weights.
 
     Creating a Client does not connect: the first call does, and asks the server for its limits.
     """

@@ -22,8 +22,9 @@ class DelayingProxy:
         self._listener.settimeout(_POLL_SECONDS)
         self.port = self._listener.getsockname()[1]
         self.target = f"127.0.0.1:{self.port}"
-        self._threads = [threading.Thread(target=self._accept_loop, daemon=True)]
-        self._threads[0].start()
+        self._relays = []  # added to by the acceptor only; joined after it
+        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True)
+        self._acceptor.start()
 
     def __enter__(self):
         return self
@@ -33,8 +34,9 @@ class DelayingProxy:
 
     def close(self) -> None:
         self._stopping.set()
-        for thread in list(self._threads):
-            thread.join()
+        self._acceptor.join()
+        for relay in self._relays:
+            relay.join()
         self._listener.close()
 
     def _accept_loop(self) -> None:
@@ -44,7 +46,7 @@ class DelayingProxy:
             except socket.timeout:
                 continue
             relay = threading.Thread(target=self._relay, args=(client,), daemon=True)
-            self._threads.append(relay)
+            self._relays.append(relay)
             relay.start()
 
     def _relay(self, client: socket.socket) -> None:
