@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,11 @@ constexpr int64_t kInitialBufferBytes = int64_t{4} << 20;
 // copy calls, kernel launch and event waits cost.
 constexpr int64_t kPipelineMinBytes = int64_t{4} << 20;
 constexpr int64_t kMinChunkBytes = int64_t{1} << 20;
+
+// A launch's system-region tensors are staged on the device only up to this many bytes each way
+// (per slot, so a worker holds at most four times this); larger ones are reached through the
+// mapping, which needs no device memory.
+constexpr int64_t kMaxRegionStagingBytes = int64_t{512} << 20;
 
 char* Offset(void* base, int64_t bytes) { return static_cast<char*>(base) + bytes; }
 
@@ -131,6 +137,9 @@ CudaExecutor::~CudaExecutor() {
       if (b->host != nullptr) cudaFreeHost(b->host);
       if (b->dev != nullptr) cudaFree(b->dev);
     }
+    for (DeviceBuffer* b : {&slot.region_in, &slot.region_out}) {
+      if (b->dev != nullptr) cudaFree(b->dev);
+    }
     for (const auto* events : {&slot.uploaded, &slot.computed}) {
       for (cudaEvent_t event : *events) {
         if (event != nullptr) cudaEventDestroy(event);
@@ -210,6 +219,84 @@ absl::Status CudaExecutor::Grow(Buffer& buffer, int64_t bytes) {
   return absl::OkStatus();
 }
 
+bool CudaExecutor::GrowDevice(DeviceBuffer& buffer, int64_t bytes) {
+  if (bytes <= buffer.capacity) return true;
+  const int64_t capacity = std::max(bytes, std::min(2 * buffer.capacity, kMaxRegionStagingBytes));
+  // As in Grow: this slot is idle; cudaFree waits for the other slot's launch, rarely.
+  if (buffer.dev != nullptr) cudaFree(buffer.dev);
+  if (metrics_ != nullptr) {
+    metrics_->device_bytes(device()).Decrement(static_cast<double>(buffer.capacity));
+  }
+  buffer = DeviceBuffer{};
+  if (cudaMalloc(&buffer.dev, static_cast<size_t>(capacity)) != cudaSuccess) {
+    cudaGetLastError();  // out of memory is not sticky: the launch goes through the mapping
+    buffer.dev = nullptr;
+    return false;
+  }
+  buffer.capacity = capacity;
+  if (metrics_ != nullptr) {
+    metrics_->device_bytes(device()).Increment(static_cast<double>(capacity));
+  }
+  return true;
+}
+
+void CudaExecutor::PointSegmentsAtRegionStaging(Slot& slot, const Launch& launch) {
+  auto* table = static_cast<RmsNormSegment*>(slot.in.host);
+  const RegionStagingLayout& layout = slot.region_layout;
+  slot.region_addresses.assign(launch.items.size(), RegionAddresses{});
+  for (size_t i = 0; i < launch.items.size(); ++i) {
+    RmsNormSegment& seg = table[i];
+    RegionAddresses& host = slot.region_addresses[i];
+    if (layout.input_at[i] >= 0) {
+      host.input = static_cast<const char*>(seg.input);
+      seg.input = Offset(slot.region_in.dev, layout.input_at[i]);
+    }
+    if (layout.residual_at[i] >= 0) {
+      host.residual = static_cast<const char*>(seg.residual);
+      seg.residual = Offset(slot.region_in.dev, layout.residual_at[i]);
+    }
+    if (layout.output_at[i] >= 0) {
+      host.output = static_cast<char*>(seg.output);
+      seg.output = Offset(slot.region_out.dev, layout.output_at[i]);
+    }
+    if (layout.residual_out_at[i] >= 0) {
+      host.residual_out = static_cast<char*>(seg.residual_out);
+      seg.residual_out = Offset(slot.region_out.dev, layout.residual_out_at[i]);
+    }
+  }
+}
+
+cudaError_t CudaExecutor::CopyRegionRows(const Slot& slot, size_t i, int64_t at, int64_t bytes,
+                                         bool up, cudaStream_t stream) const {
+  const RegionStagingLayout& layout = slot.region_layout;
+  const RegionAddresses& host = slot.region_addresses[i];
+  auto copy = [&](void* to, const void* from, cudaMemcpyKind kind) {
+    return cudaMemcpyAsync(to, from, static_cast<size_t>(bytes), kind, stream);
+  };
+  if (up) {
+    for (const auto& [dev_at, from] : {std::pair{layout.input_at[i], host.input},
+                                       std::pair{layout.residual_at[i], host.residual}}) {
+      if (dev_at < 0) continue;
+      if (cudaError_t e =
+              copy(Offset(slot.region_in.dev, dev_at + at), from + at, cudaMemcpyHostToDevice);
+          e != cudaSuccess) {
+        return e;
+      }
+    }
+    return cudaSuccess;
+  }
+  for (const auto& [dev_at, to] : {std::pair{layout.output_at[i], host.output},
+                                   std::pair{layout.residual_out_at[i], host.residual_out}}) {
+    if (dev_at < 0) continue;
+    if (cudaError_t e = copy(to + at, static_cast<const char*>(slot.region_out.dev) + dev_at + at,
+                             cudaMemcpyDeviceToHost);
+        e != cudaSuccess) {
+      return e;
+    }
+  }
+  return cudaSuccess;
+}
+
 void CudaExecutor::TrimWeightCache() {
   if (weights_.bytes() <= weight_cache_bytes_) return;
   // Launches already enqueued may still read a weight about to be dropped: wait for them first.
@@ -259,10 +346,24 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
   const int64_t out_bytes = slot.layout.down_bytes;
   if (absl::Status s = Grow(slot.in, in_bytes); !s.ok()) return s;
   if (absl::Status s = Grow(slot.out, out_bytes); !s.ok()) return s;
+  // A large launch's system-region tensors go through the copy engines (see the header), when the
+  // device has room for them; otherwise the kernel reaches them through the mapping.
+  slot.region_layout = LayOutRegionStaging(launch);
+  const int64_t region_up = slot.region_layout.up_bytes;
+  const int64_t region_down = slot.region_layout.down_bytes;
+  slot.stage_regions =
+      launch.rows > 1 && region_up + region_down >= kPipelineMinBytes &&
+      region_up <= kMaxRegionStagingBytes && region_down <= kMaxRegionStagingBytes &&
+      GrowDevice(slot.region_in, region_up) && GrowDevice(slot.region_out, region_down);
   // Pack: each request's bytes are copied into pinned memory once; the table holds the addresses
   // the kernel will read and write: the device buffers, or the pinned buffers themselves (zero
-  // copy).
-  const bool zero_copy = in_bytes + out_bytes <= zero_copy_max_bytes_;
+  // copy). A zero-copy kernel reads the table and inline weights through the mapping once per block
+  // of rows, which is cheap for a few rows; a launch of many rows whose tensors are in regions (its
+  // staging small all the same) copies them up once instead.
+  const int64_t rows_bytes =
+      launch.rows * launch.hidden * static_cast<int64_t>(ItemSize(launch.dtype));
+  const bool zero_copy = !slot.stage_regions && in_bytes + out_bytes <= zero_copy_max_bytes_ &&
+                         2 * rows_bytes <= zero_copy_max_bytes_;
   if (absl::Status s = PackLaunch(
           launch, slot.layout, slot.in.host, zero_copy ? slot.in.host_on_device : slot.in.dev,
           zero_copy ? slot.out.host_on_device : slot.out.dev,
@@ -270,13 +371,14 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
       !s.ok()) {
     return s;
   }
+  if (slot.stage_regions) PointSegmentsAtRegionStaging(slot, launch);
   stages.pack += absl::Now() - pack_start;
 
   slot.zero_copy = zero_copy;
   const absl::Time submit_start = absl::Now();
   slot.submitted = submit_start;
   const cudaError_t e = zero_copy ? EnqueueZeroCopy(slot, launch)
-                        : in_bytes >= kPipelineMinBytes && launch.rows > 1
+                        : slot.stage_regions || (in_bytes >= kPipelineMinBytes && launch.rows > 1)
                             ? EnqueuePipelined(slot, launch)
                             : EnqueueWhole(slot, launch);
   stages.submit += absl::Now() - submit_start;
@@ -311,9 +413,11 @@ cudaError_t CudaExecutor::EnqueueWhole(Slot& slot, const Launch& launch) {
   e = LaunchWholeKernel(launch, slot.in.host, slot.in.dev, stream_);
   if (e != cudaSuccess) return e;
   cudaEventRecord(slot.events[2], stream_);
-  e = cudaMemcpyAsync(slot.out.host, slot.out.dev, static_cast<size_t>(layout.down_bytes),
-                      cudaMemcpyDeviceToHost, stream_);
-  if (e != cudaSuccess) return e;
+  if (layout.down_bytes > 0) {  // none when every output goes into a region
+    e = cudaMemcpyAsync(slot.out.host, slot.out.dev, static_cast<size_t>(layout.down_bytes),
+                        cudaMemcpyDeviceToHost, stream_);
+    if (e != cudaSuccess) return e;
+  }
   return cudaEventRecord(slot.events[3], stream_);
 }
 
@@ -321,7 +425,8 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
   const StagingLayout& layout = slot.layout;
   const auto* table = static_cast<const RmsNormSegment*>(slot.in.host);
   const int64_t row_bytes = launch.hidden * static_cast<int64_t>(ItemSize(launch.dtype));
-  const int64_t data_bytes = layout.up_bytes - layout.rows_at;
+  const int64_t data_bytes =
+      layout.up_bytes - layout.rows_at + (slot.stage_regions ? slot.region_layout.up_bytes : 0);
   const auto chunks =
       static_cast<int>(std::clamp<int64_t>(data_bytes / kMinChunkBytes, 1, kMaxChunks));
   const int64_t rows_per_chunk = (launch.rows + chunks - 1) / chunks;
@@ -347,6 +452,13 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
     const int64_t begin = c * rows_per_chunk, end = std::min(launch.rows, begin + rows_per_chunk);
     if (begin >= end) break;
     e = for_each_piece(begin, end, [&](size_t i, int64_t first, int64_t count) {
+      if (slot.stage_regions) {
+        if (cudaError_t err =
+                CopyRegionRows(slot, i, first * row_bytes, count * row_bytes, true, stream_);
+            err != cudaSuccess) {
+          return err;
+        }
+      }
       return CopyRegionPieces(slot.in.dev, slot.in.host,
                               {layout.input_at[i], layout.residual_at[i]}, first * row_bytes,
                               count * row_bytes, cudaMemcpyHostToDevice, stream_);
@@ -371,6 +483,13 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
     cudaEventRecord(slot.computed[static_cast<size_t>(c)], compute_stream_);
     cudaStreamWaitEvent(download_stream_, slot.computed[static_cast<size_t>(c)], 0);
     e = for_each_piece(begin, end, [&](size_t i, int64_t first, int64_t count) {
+      if (slot.stage_regions) {
+        if (cudaError_t err = CopyRegionRows(slot, i, first * row_bytes, count * row_bytes, false,
+                                             download_stream_);
+            err != cudaSuccess) {
+          return err;
+        }
+      }
       return CopyRegionPieces(slot.out.host, slot.out.dev,
                               {layout.output_at[i], layout.residual_out_at[i]}, first * row_bytes,
                               count * row_bytes, cudaMemcpyDeviceToHost, download_stream_);

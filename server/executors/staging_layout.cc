@@ -71,6 +71,32 @@ StagingLayout LayOutLaunch(const Launch& launch) {
   return layout;
 }
 
+RegionStagingLayout LayOutRegionStaging(const Launch& launch) {
+  const size_t n = launch.items.size();
+  const auto itemsize = static_cast<int64_t>(ItemSize(launch.dtype));
+  RegionStagingLayout layout;
+  layout.input_at.assign(n, -1);
+  layout.residual_at.assign(n, -1);
+  layout.output_at.assign(n, -1);
+  layout.residual_out_at.assign(n, -1);
+  auto place = [](TensorMemory memory, int64_t bytes, int64_t& at, int64_t& end) {
+    if (memory != TensorMemory::kSharedHost) return;
+    at = end;
+    end += bytes;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const ValidatedRequest& r = launch.items[i]->request;
+    const int64_t bytes = AlignUp(r.elements() * itemsize);
+    place(r.input_memory, bytes, layout.input_at[i], layout.up_bytes);
+    place(r.output_memory, bytes, layout.output_at[i], layout.down_bytes);
+    if (r.has_residual()) {
+      place(r.residual_memory, bytes, layout.residual_at[i], layout.up_bytes);
+      place(r.residual_out_memory, bytes, layout.residual_out_at[i], layout.down_bytes);
+    }
+  }
+  return layout;
+}
+
 absl::Status PackLaunch(const Launch& launch, const StagingLayout& layout, void* up_host,
                         const void* up_device, void* down_device,
                         const DeviceWeightLookup& device_weight, CopyPool* copies) {

@@ -46,6 +46,22 @@ struct StagingLayout {
 // Lays out `launch` (one dtype and hidden size, as TakeLaunch forms them).
 StagingLayout LayOutLaunch(const Launch& launch);
 
+// Room on the device for a launch's tensors that are in system regions (TensorMemory::kSharedHost),
+// for an executor that copies them there with the copy engines rather than letting its kernel reach
+// them through the registered pages' mapping (CudaExecutor, for large launches). Byte offsets into
+// a device-only buffer each way, each 256-byte aligned; -1 where the tensor is not in a system
+// region (or absent).
+struct RegionStagingLayout {
+  std::vector<int64_t> input_at;         // in the up buffer
+  std::vector<int64_t> residual_at;      // in the up buffer
+  std::vector<int64_t> output_at;        // in the down buffer
+  std::vector<int64_t> residual_out_at;  // in the down buffer
+  int64_t up_bytes = 0;
+  int64_t down_bytes = 0;
+};
+
+RegionStagingLayout LayOutRegionStaging(const Launch& launch);
+
 // The device address of a registered weight (the executor's weight cache), or an error.
 using DeviceWeightLookup = std::function<absl::StatusOr<const void*>(const RegisteredWeight&)>;
 

@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/cuda_region_memory.h"
+#include "tests/integration/http_get.h"
 #include "tests/integration/region_test_util.h"
 
 namespace normd::testing {
@@ -100,6 +101,80 @@ TEST_F(SharedMemoryGpuTest, SystemRegionsAreComputedOnTheGpu) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(CompareBf16(std::string((*memory)->data() + kBytes, kBytes), expected->output), "");
   EXPECT_EQ(std::string((*memory)->data() + 2 * kBytes, kBytes), expected->residual_out);
+}
+
+// A large launch's system-region tensors are copied to the device and back by the copy engines
+// (rather than reached through the mapping): the result matches the bytes transport, in place and
+// with a residual, the launch has an h2d stage (a launch computed through the mapping has none),
+// and such requests running beside inline ones, maybe in one launch, each get their own answer.
+TEST_F(SharedMemoryGpuTest, LargeSystemRegionTensorsGoThroughTheCopyEngines) {
+  constexpr int64_t kLargeRows = 1024, kLarge = kLargeRows * kHidden * 2;  // 8 MiB of bf16
+  std::vector<uint16_t> input(kLargeRows * kHidden), residual(input.size());
+  FillBf16(input, rng_);
+  FillBf16(residual, rng_);
+  absl::StatusOr<InlineResult> expected =
+      ComputeInline(*client_, input, residual, weight_, kLargeRows, kHidden);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  absl::StatusOr<std::unique_ptr<SharedMemory>> memory = SharedMemory::Create(6 * kLarge);
+  ASSERT_TRUE(memory.ok());
+  char* const base = (*memory)->data();
+  auto place = [&](int slot) {  // the input at `slot`, the residual at the next
+    std::memcpy(base + slot * kLarge, input.data(), kLarge);
+    std::memcpy(base + (slot + 1) * kLarge, residual.data(), kLarge);
+  };
+  absl::StatusOr<RegisteredRegion> region = client_->RegisterSystemRegion(**memory);
+  ASSERT_TRUE(region.ok()) << region.status();
+  auto tensor = [&](int slot) {
+    return region->Tensor(slot * kLarge, DType::kBFloat16, {kLargeRows, kHidden});
+  };
+  auto in_place = [&](int slot) {
+    NormalizeOptions options;
+    options.residual_region = tensor(slot + 1);
+    options.output_region = tensor(slot);
+    options.residual_out_region = options.residual_region;
+    return client_->Normalize(tensor(slot), TensorView::Float32(weight_), options);
+  };
+  auto check = [&](int slot) {
+    EXPECT_EQ(CompareBf16(std::string(base + slot * kLarge, kLarge), expected->output), "");
+    EXPECT_EQ(std::string(base + (slot + 1) * kLarge, kLarge), expected->residual_out);
+  };
+
+  const int port = server_->metrics_port();
+  const double h2d_before =
+      ScrapeSum(port, "normd_stage_duration_seconds_count", {{"stage", "h2d"}});
+  place(0);
+  absl::StatusOr<NormalizeResult> alone = in_place(0);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  check(0);
+  EXPECT_GT(ScrapeSum(port, "normd_stage_duration_seconds_count", {{"stage", "h2d"}}), h2d_before)
+      << "the launch was not copied by the copy engines";
+
+  for (int round = 0; round < 3; ++round) {
+    place(2);
+    place(4);
+    std::vector<std::future<absl::StatusOr<NormalizeResult>>> calls;
+    calls.push_back(std::async(std::launch::async, [&] { return in_place(2); }));
+    calls.push_back(std::async(std::launch::async, [&] { return in_place(4); }));
+    auto inline_call = [&] {
+      NormalizeOptions options;
+      options.residual = TensorView::BFloat16(residual, {kLargeRows, kHidden});
+      return client_->Normalize(TensorView::BFloat16(input, {kLargeRows, kHidden}),
+                                TensorView::Float32(weight_), options);
+    };
+    calls.push_back(std::async(std::launch::async, inline_call));
+    calls.push_back(std::async(std::launch::async, inline_call));
+    for (size_t i = 0; i < calls.size(); ++i) {
+      absl::StatusOr<NormalizeResult> r = calls[i].get();
+      ASSERT_TRUE(r.ok()) << r.status();
+      if (i >= 2) {
+        EXPECT_EQ(CompareBf16(r->output.bytes(), expected->output), "");
+        ASSERT_TRUE(r->residual_out.has_value());
+        EXPECT_EQ(r->residual_out->bytes(), expected->residual_out);
+      }
+    }
+    check(2);
+    check(4);
+  }
 }
 
 TEST_F(SharedMemoryGpuTest, CudaRegionsAreComputedInPlace) {
