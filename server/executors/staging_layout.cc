@@ -24,6 +24,14 @@ int64_t AlignUp(int64_t v) { return (v + kStagingAlign - 1) / kStagingAlign * kS
 char* At(void* base, int64_t offset) { return static_cast<char*>(base) + offset; }
 const char* At(const void* base, int64_t offset) { return static_cast<const char*>(base) + offset; }
 
+// Gives a tensor `bytes` at the end of a buffer (`end`) if it lives in `kind` of memory; otherwise
+// leaves its offset `at` as it is.
+void PlaceIf(TensorMemory memory, TensorMemory kind, int64_t bytes, int64_t& at, int64_t& end) {
+  if (memory != kind) return;
+  at = end;
+  end += bytes;
+}
+
 }  // namespace
 
 StagingLayout LayOutLaunch(const Launch& launch) {
@@ -47,9 +55,7 @@ StagingLayout LayOutLaunch(const Launch& launch) {
   int64_t down = 0;
   // Only normd's own tensors are staged; a region's stay at -1 (see the header).
   auto stage = [](TensorMemory memory, int64_t bytes, int64_t& at, int64_t& end) {
-    if (memory != TensorMemory::kNormd) return;
-    at = end;
-    end += bytes;
+    PlaceIf(memory, TensorMemory::kNormd, bytes, at, end);
   };
   for (size_t i = 0; i < n; ++i) {
     const ValidatedRequest& r = launch.items[i]->request;
@@ -80,9 +86,7 @@ RegionStagingLayout LayOutRegionStaging(const Launch& launch) {
   layout.output_at.assign(n, -1);
   layout.residual_out_at.assign(n, -1);
   auto place = [](TensorMemory memory, int64_t bytes, int64_t& at, int64_t& end) {
-    if (memory != TensorMemory::kSharedHost) return;
-    at = end;
-    end += bytes;
+    PlaceIf(memory, TensorMemory::kSharedHost, bytes, at, end);
   };
   for (size_t i = 0; i < n; ++i) {
     const ValidatedRequest& r = launch.items[i]->request;
