@@ -243,53 +243,44 @@ bool CudaExecutor::GrowDevice(DeviceBuffer& buffer, int64_t bytes) {
 void CudaExecutor::PointSegmentsAtRegionStaging(Slot& slot, const Launch& launch) {
   auto* table = static_cast<RmsNormSegment*>(slot.in.host);
   const RegionStagingLayout& layout = slot.region_layout;
-  slot.region_addresses.assign(launch.items.size(), RegionAddresses{});
   for (size_t i = 0; i < launch.items.size(); ++i) {
     RmsNormSegment& seg = table[i];
-    RegionAddresses& host = slot.region_addresses[i];
-    if (layout.input_at[i] >= 0) {
-      host.input = static_cast<const char*>(seg.input);
-      seg.input = Offset(slot.region_in.dev, layout.input_at[i]);
-    }
-    if (layout.residual_at[i] >= 0) {
-      host.residual = static_cast<const char*>(seg.residual);
+    if (layout.input_at[i] >= 0) seg.input = Offset(slot.region_in.dev, layout.input_at[i]);
+    if (layout.residual_at[i] >= 0)
       seg.residual = Offset(slot.region_in.dev, layout.residual_at[i]);
-    }
-    if (layout.output_at[i] >= 0) {
-      host.output = static_cast<char*>(seg.output);
-      seg.output = Offset(slot.region_out.dev, layout.output_at[i]);
-    }
+    if (layout.output_at[i] >= 0) seg.output = Offset(slot.region_out.dev, layout.output_at[i]);
     if (layout.residual_out_at[i] >= 0) {
-      host.residual_out = static_cast<char*>(seg.residual_out);
       seg.residual_out = Offset(slot.region_out.dev, layout.residual_out_at[i]);
     }
   }
 }
 
-cudaError_t CudaExecutor::CopyRegionRows(const Slot& slot, size_t i, int64_t at, int64_t bytes,
-                                         bool up, cudaStream_t stream) const {
+cudaError_t CudaExecutor::CopyRegionRows(const Slot& slot, const Launch& launch, size_t i,
+                                         int64_t at, int64_t bytes, bool up,
+                                         cudaStream_t stream) const {
   const RegionStagingLayout& layout = slot.region_layout;
-  const RegionAddresses& host = slot.region_addresses[i];
-  auto copy = [&](void* to, const void* from, cudaMemcpyKind kind) {
-    return cudaMemcpyAsync(to, from, static_cast<size_t>(bytes), kind, stream);
-  };
+  const WorkItem& item = *launch.items[i];
+  // The region addresses are the request's own (the packer pointed the table at them first).
   if (up) {
-    for (const auto& [dev_at, from] : {std::pair{layout.input_at[i], host.input},
-                                       std::pair{layout.residual_at[i], host.residual}}) {
+    for (const auto& [dev_at, from] :
+         {std::pair{layout.input_at[i], item.request.input.contiguous()},
+          std::pair{layout.residual_at[i], item.request.residual.contiguous()}}) {
       if (dev_at < 0) continue;
-      if (cudaError_t e =
-              copy(Offset(slot.region_in.dev, dev_at + at), from + at, cudaMemcpyHostToDevice);
+      if (cudaError_t e = cudaMemcpyAsync(
+              Offset(slot.region_in.dev, dev_at + at), static_cast<const char*>(from) + at,
+              static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream);
           e != cudaSuccess) {
         return e;
       }
     }
     return cudaSuccess;
   }
-  for (const auto& [dev_at, to] : {std::pair{layout.output_at[i], host.output},
-                                   std::pair{layout.residual_out_at[i], host.residual_out}}) {
+  for (const auto& [dev_at, to] : {std::pair{layout.output_at[i], item.output},
+                                   std::pair{layout.residual_out_at[i], item.residual_out}}) {
     if (dev_at < 0) continue;
-    if (cudaError_t e = copy(to + at, static_cast<const char*>(slot.region_out.dev) + dev_at + at,
-                             cudaMemcpyDeviceToHost);
+    if (cudaError_t e = cudaMemcpyAsync(Offset(to, at),
+                                        static_cast<const char*>(slot.region_out.dev) + dev_at + at,
+                                        static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream);
         e != cudaSuccess) {
       return e;
     }
@@ -348,13 +339,14 @@ absl::Status CudaExecutor::Start(const Launch& launch, StageTimes& stages) {
   if (absl::Status s = Grow(slot.out, out_bytes); !s.ok()) return s;
   // A large launch's system-region tensors go through the copy engines (see the header), when the
   // device has room for them; otherwise the kernel reaches them through the mapping.
-  slot.region_layout = LayOutRegionStaging(launch);
+  // One-row launches never are, so their layout is not worked out.
+  slot.region_layout = launch.rows > 1 ? LayOutRegionStaging(launch) : RegionStagingLayout{};
   const int64_t region_up = slot.region_layout.up_bytes;
   const int64_t region_down = slot.region_layout.down_bytes;
   slot.stage_regions =
-      launch.rows > 1 && region_up + region_down >= kPipelineMinBytes &&
-      region_up <= kMaxRegionStagingBytes && region_down <= kMaxRegionStagingBytes &&
-      GrowDevice(slot.region_in, region_up) && GrowDevice(slot.region_out, region_down);
+      region_up + region_down >= kPipelineMinBytes && region_up <= kMaxRegionStagingBytes &&
+      region_down <= kMaxRegionStagingBytes && GrowDevice(slot.region_in, region_up) &&
+      GrowDevice(slot.region_out, region_down);
   // Pack: each request's bytes are copied into pinned memory once; the table holds the addresses
   // the kernel will read and write: the device buffers, or the pinned buffers themselves (zero
   // copy). A zero-copy kernel reads the table and inline weights through the mapping once per block
@@ -453,8 +445,8 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
     if (begin >= end) break;
     e = for_each_piece(begin, end, [&](size_t i, int64_t first, int64_t count) {
       if (slot.stage_regions) {
-        if (cudaError_t err =
-                CopyRegionRows(slot, i, first * row_bytes, count * row_bytes, true, stream_);
+        if (cudaError_t err = CopyRegionRows(slot, launch, i, first * row_bytes, count * row_bytes,
+                                             true, stream_);
             err != cudaSuccess) {
           return err;
         }
@@ -484,8 +476,8 @@ cudaError_t CudaExecutor::EnqueuePipelined(Slot& slot, const Launch& launch) {
     cudaStreamWaitEvent(download_stream_, slot.computed[static_cast<size_t>(c)], 0);
     e = for_each_piece(begin, end, [&](size_t i, int64_t first, int64_t count) {
       if (slot.stage_regions) {
-        if (cudaError_t err = CopyRegionRows(slot, i, first * row_bytes, count * row_bytes, false,
-                                             download_stream_);
+        if (cudaError_t err = CopyRegionRows(slot, launch, i, first * row_bytes, count * row_bytes,
+                                             false, download_stream_);
             err != cudaSuccess) {
           return err;
         }

@@ -97,26 +97,17 @@ class CudaExecutor : public BatchExecutor {
     void* dev = nullptr;
     int64_t capacity = 0;
   };
-  // A request's tensors in system regions, where the host (and the copy engines) address them;
-  // null where the tensor is elsewhere.
-  struct RegionAddresses {
-    const char* input = nullptr;
-    const char* residual = nullptr;
-    char* output = nullptr;
-    char* residual_out = nullptr;
-  };
   struct Slot {
     Buffer in;   // segment table, inline weights, inputs, residuals
     Buffer out;  // outputs, residual_outs
     // Where Start put each request in `in` and `out`; Finish unpacks the outputs from there.
     StagingLayout layout;
-    // Whether this launch's system-region tensors are staged on the device (see the header), where
-    // (region_layout, in the two buffers), and where they are on the host.
+    // Whether this launch's system-region tensors are staged on the device (see the header), and
+    // where (region_layout, in the two buffers).
     bool stage_regions = false;
     RegionStagingLayout region_layout;
     DeviceBuffer region_in;
     DeviceBuffer region_out;
-    std::vector<RegionAddresses> region_addresses;
     // Timing: before the first upload, after the last upload, after the last kernel, after the last
     // download. For a pipelined launch these split its device time into three parts that do not
     // overlap (h2d = until everything is up, kernel = the rest until computed, d2h = the rest).
@@ -146,12 +137,13 @@ class CudaExecutor : public BatchExecutor {
   // Grows a device-only buffer; false (and the buffer empty) when the device has no room.
   bool GrowDevice(DeviceBuffer& buffer, int64_t bytes);
   // Points the launch's segments (the host copy of the table) at the device staging of its
-  // system-region tensors, keeping their host addresses in the slot for the copies.
+  // system-region tensors.
   void PointSegmentsAtRegionStaging(Slot& slot, const Launch& launch);
-  // Copies `bytes` at `at` within each of request i's staged system-region tensors: up (inputs and
-  // residual) or down (output and residual_out).
-  cudaError_t CopyRegionRows(const Slot& slot, size_t i, int64_t at, int64_t bytes, bool up,
-                             cudaStream_t stream) const;
+  // Copies `bytes` at `at` within each of request i's staged system-region tensors between the
+  // region (where the request has it) and the device staging: up (input and residual) or down
+  // (output and residual_out).
+  cudaError_t CopyRegionRows(const Slot& slot, const Launch& launch, size_t i, int64_t at,
+                             int64_t bytes, bool up, cudaStream_t stream) const;
   // Drops least recently used device weights until the cache is within its bound.
   void TrimWeightCache();
   // The device copy of a registered weight, uploaded on first use (on the worker's stream).
