@@ -9,12 +9,12 @@ namespace normd {
 
 Scheduler::Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes,
                      ServerMetrics* metrics, int64_t fill_first_rows,
-                     int64_t max_admitted_memory_bytes)
+                     int64_t max_admitted_memory_bytes, absl::Duration max_memory_wait)
     : workers_(std::move(workers)),
       max_queue_bytes_(max_queue_bytes),
       metrics_(metrics),
       fill_first_rows_(fill_first_rows),
-      max_admitted_memory_bytes_(max_admitted_memory_bytes) {}
+      memory_gate_(max_admitted_memory_bytes, max_memory_wait) {}
 
 absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   if (!accepting_.load()) {
@@ -29,22 +29,17 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   const int64_t memory = item->memory_bytes;
   // Reserve first, then check: concurrent submitters cannot together slip past the budget.
   const int64_t before = queued_bytes_.fetch_add(bytes);
-  const int64_t memory_before = memory_bytes_.fetch_add(memory);
-  const bool over_queue = before + bytes > max_queue_bytes_ && before > 0;
-  const bool over_memory = max_admitted_memory_bytes_ > 0 &&
-                           memory_before + memory > max_admitted_memory_bytes_ && memory_before > 0;
-  if (over_queue || over_memory) {
+  if (before + bytes > max_queue_bytes_ && before > 0) {
     queued_bytes_.fetch_sub(bytes);
-    memory_bytes_.fetch_sub(memory);
-    if (over_queue) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("normd is overloaded: ", before, " bytes queued, and this request's ", bytes,
-                       " would pass --max-queue-bytes = ", max_queue_bytes_, "; retry later"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("normd is overloaded: ", before, " bytes queued, and this request's ", bytes,
+                     " would pass --max-queue-bytes = ", max_queue_bytes_, "; retry later"));
+  }
+  if (memory > 0) {
+    if (absl::Status charged = memory_gate_.TryCharge(memory); !charged.ok()) {
+      queued_bytes_.fetch_sub(bytes);
+      return charged;
     }
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "normd is overloaded: requests in flight hold ", memory_before, " bytes, and this one's ",
-        memory, " (request and response) would pass the ", max_admitted_memory_bytes_,
-        " bytes --max-memory-bytes leaves them; retry later"));
   }
   inflight_.fetch_add(1);
   if (metrics_ != nullptr) metrics_->inflight_requests().Increment();

@@ -9,8 +9,9 @@
 //
 // With a memory budget (--max-memory-bytes; see server/config/memory_budget.h), a second charge is
 // kept beside it: each request's message as received plus its response (WorkItem::memory_bytes),
-// held over the same span, and a request that would pass the admitted share of that budget is
-// refused the same way.
+// held over the same span, in the memory gate (memory_gate.h), and a request that would pass the
+// admitted share of that budget is refused the same way. Unary calls reserve their share in the
+// same gate before their message is read (memory_gate()), waiting for room instead.
 //
 // The choice of worker: the first healthy worker (in order) holding fewer than `fill_first_rows`
 // rows queued or running takes the request; when every worker holds that many, the one with the
@@ -28,19 +29,24 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "server/batching/worker.h"
 #include "server/core/work.h"
 #include "server/observability/metrics.h"
+#include "server/scheduling/memory_gate.h"
 
 namespace normd {
 
 class Scheduler {
  public:
   // `metrics` may be null (unit tests); otherwise it must outlive the scheduler.
-  // `max_admitted_memory_bytes` bounds the sum of admitted items' memory_bytes (0: no bound).
+  // `max_admitted_memory_bytes` bounds the sum of admitted items' memory_bytes and of the
+  // memory gate's reservations (0: no bound); `max_memory_wait` is how long a call may wait in the
+  // gate.
   Scheduler(std::vector<std::unique_ptr<Worker>> workers, int64_t max_queue_bytes,
             ServerMetrics* metrics = nullptr, int64_t fill_first_rows = 0,
-            int64_t max_admitted_memory_bytes = 0);
+            int64_t max_admitted_memory_bytes = 0,
+            absl::Duration max_memory_wait = absl::Seconds(10));
 
   // Accepts the item (it will be answered exactly once through its on_done) or refuses it,
   // returning RESOURCE_EXHAUSTED (over the byte budget) or UNAVAILABLE (shutting down); a refused
@@ -51,8 +57,12 @@ class Scheduler {
   // its memory_bytes.
   void ReleaseHeldBytes(int64_t bytes, int64_t memory_bytes) {
     queued_bytes_.fetch_sub(bytes);
-    memory_bytes_.fetch_sub(memory_bytes);
+    if (memory_bytes != 0) memory_gate_.Release(memory_bytes);
   }
+
+  // Where a call reserves its share of the budget before its message is read; its charge there is
+  // the call's to release (memory_gate().Release), and its items carry memory_bytes 0.
+  MemoryGate& memory_gate() { return memory_gate_; }
 
   // Refuses new work from now on (Submit answers UNAVAILABLE); accepted requests go on.
   void StopAccepting() { accepting_.store(false); }
@@ -61,8 +71,8 @@ class Scheduler {
   void Shutdown();
 
   int64_t queued_bytes() const { return queued_bytes_.load(std::memory_order_relaxed); }
-  // The memory_bytes of admitted requests not yet released.
-  int64_t admitted_memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
+  // The memory_bytes of admitted requests not yet released, and the gate's reservations.
+  int64_t admitted_memory_bytes() const { return memory_gate_.charged_bytes(); }
   int64_t inflight_requests() const { return inflight_.load(std::memory_order_relaxed); }
   // Accepted requests answered so far, OK and not OK (deadline, cancellation, backend error).
   int64_t answered_ok() const { return answered_ok_.load(std::memory_order_relaxed); }
@@ -78,9 +88,8 @@ class Scheduler {
   const int64_t max_queue_bytes_;
   ServerMetrics* const metrics_;
   const int64_t fill_first_rows_;
-  const int64_t max_admitted_memory_bytes_;
+  MemoryGate memory_gate_;
   std::atomic<int64_t> queued_bytes_{0};
-  std::atomic<int64_t> memory_bytes_{0};
   std::atomic<int64_t> inflight_{0};
   std::atomic<int64_t> answered_ok_{0};
   std::atomic<int64_t> answered_not_ok_{0};
