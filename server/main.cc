@@ -30,6 +30,7 @@
 #include "server/observability/region_metrics.h"
 #include "server/regions/peer_identity.h"
 #include "server/regions/region_registry.h"
+#include "server/rpc/normalize_generic_service.h"
 #include "server/rpc/normalizer_service.h"
 #include "server/rpc/unix_listener.h"
 #include "server/rpc/weight_registry.h"
@@ -108,11 +109,12 @@ sigset_t BlockStopSignals() {
   return signals;
 }
 
-// Waits for SIGINT or SIGTERM and returns it. Meanwhile, once a second, reflects the workers'
-// health: a worker that hit an unrecoverable device error is out of rotation (the scheduler skips
-// it); when none is left, normd reports NOT_SERVING so that load balancers and Kubernetes take it
-// out too.
-int WaitForStopSignal(const sigset_t& stop_signals, const Scheduler& scheduler,
+// Waits for SIGINT or SIGTERM and returns it. Meanwhile, once a second, ends the waits in the
+// memory gate that have lasted too long (a call waits at most that long past the gate's limit), and
+// reflects the workers' health: a worker that hit an unrecoverable device error is out of rotation
+// (the scheduler skips it); when none is left, normd reports NOT_SERVING so that load balancers and
+// Kubernetes take it out too.
+int WaitForStopSignal(const sigset_t& stop_signals, Scheduler& scheduler,
                       grpc::HealthCheckServiceInterface& health, ServerMetrics& metrics) {
   std::vector<bool> counted_failed(scheduler.workers().size(), false);
   size_t failed = 0;
@@ -120,6 +122,7 @@ int WaitForStopSignal(const sigset_t& stop_signals, const Scheduler& scheduler,
   while (true) {
     const int signal_number = sigtimedwait(&stop_signals, nullptr, &tick);
     if (signal_number > 0) return signal_number;
+    scheduler.memory_gate().ExpireDue(absl::Now());
     for (size_t w = 0; w < scheduler.workers().size(); ++w) {
       const Worker& worker = *scheduler.workers()[w];
       if (worker.healthy() || counted_failed[w]) continue;
@@ -266,6 +269,18 @@ int RunServer(int argc, char** argv) {
   Scheduler scheduler(std::move(backend->workers), config->max_queue_bytes, &metrics,
                       config->fill_first_rows, memory_plan.admitted_bytes);
   NormalizerService service(scheduler, weights, options, &metrics);
+  NormalizeCallOptions call_options;
+  call_options.limits = options.limits;
+  call_options.regions = options.regions;
+  call_options.metrics = &metrics;
+  // A message of up to --max-request-bytes and a response as large: what a Normalize call may need
+  // before its size is known (a residual_out makes the response larger; its excess is charged when
+  // the message is read, or refused if it does not fit).
+  call_options.read_reservation_bytes =
+      memory_plan.admitted_bytes > 0
+          ? std::min(2 * config->max_request_bytes, memory_plan.admitted_bytes)
+          : 0;
+  NormalizeGenericService generic_service(scheduler, weights, call_options);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -280,6 +295,14 @@ int RunServer(int argc, char** argv) {
   // quota below does, and only with --max-memory-bytes: unsized, its reclamation would fail calls
   // (UNAVAILABLE "Broken pipe" in LifecycleTest's overload test when it was tried that way).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, config->max_concurrent_streams);
+  if (memory_plan.admitted_bytes > 0) {
+    // Under a memory budget a call waiting for room (normalize_call_reactor.h) must cost little:
+    // gRPC buffers what a stream receives before normd asks for its message up to the stream's
+    // HTTP/2 window, which bandwidth-delay probing grows to megabytes on a busy connection
+    // (docs/RELIABILITY.md, "Memory bound"). Without probing it stays at 64 KiB; a message being
+    // read still gets a window as large as itself.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  }
   if (config->max_connection_age > absl::ZeroDuration()) {
     builder.AddChannelArgument(
         GRPC_ARG_MAX_CONNECTION_AGE_MS,
@@ -302,6 +325,7 @@ int RunServer(int argc, char** argv) {
     builder.SetResourceQuota(quota);
   }
   builder.RegisterService(&service);
+  builder.RegisterCallbackGenericService(&generic_service);
   // Before the server starts: a --listen-unix path that is in use must stop normd.
   std::unique_ptr<UnixListener> unix_listener;
   if (!config->listen_unix.empty()) {

@@ -26,7 +26,9 @@ struct ServiceOptions {
   RegionRegistry* regions = nullptr;
 };
 
-// Normalize and NormalizeStream are registered raw (bytes in and out):
+// Normalize is served by the generic service (normalize_generic_service.h), so that normd reads its
+// message only when the memory budget has room; here it is marked generic, not registered.
+// Normalize and NormalizeStream take and give raw bytes:
 // - normd builds their responses' bytes itself (ResponseWire), so that output tensors are written
 //   once, by the executor, into the buffers gRPC sends, instead of being zero-filled, written, and
 //   copied again by protobuf's serializer;
@@ -34,7 +36,7 @@ struct ServiceOptions {
 //   cannot parse with UNIMPLEMENTED and no message, and reports a stream message it cannot parse
 //   exactly like the client's half-close (OnReadDone(false)), so the stream would end OK with that
 //   message silently dropped. normd answers INVALID_ARGUMENT, saying the bytes are not a request.
-using NormalizerServiceBase = normd::v1::Normalizer::WithRawCallbackMethod_Normalize<
+using NormalizerServiceBase = normd::v1::Normalizer::WithGenericMethod_Normalize<
     normd::v1::Normalizer::WithRawCallbackMethod_NormalizeStream<
         normd::v1::Normalizer::WithCallbackMethod_RegisterWeight<
             normd::v1::Normalizer::WithCallbackMethod_GetServerInfo<
@@ -52,9 +54,6 @@ class NormalizerService final : public NormalizerServiceBase {
   NormalizerService(Scheduler& scheduler, WeightRegistry& weights, ServiceOptions options,
                     ServerMetrics* metrics = nullptr);
 
-  grpc::ServerUnaryReactor* Normalize(grpc::CallbackServerContext* context,
-                                      const grpc::ByteBuffer* request,
-                                      grpc::ByteBuffer* response) override;
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NormalizeStream(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* RegisterWeight(grpc::CallbackServerContext* context,

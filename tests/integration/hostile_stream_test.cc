@@ -228,8 +228,9 @@ TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
 }
 
 // A stream that writes and never reads keeps its unsent responses in normd: they stay charged
-// against --max-memory-bytes until written, so a request that no longer fits is refused at once,
-// naming the budget, and the charge comes back when the stream goes.
+// against --max-memory-bytes until written, so a unary request that no longer fits waits for room
+// and, none coming, is refused after the gate's longest wait (10 s), naming the budget; the charge
+// comes back when the stream goes.
 TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
   NormdProcess server;
   // 64 MiB: requests and responses admitted up to 32 MiB, payloads queued up to 16 MiB. Each 1 MiB
@@ -277,8 +278,8 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
                   << " writes; normd's log:\n"
                   << server.log();
   } else {
-    // The stalled stream holds the admitted share: a unary call of the same size is refused at
-    // once, saying why.
+    // The stalled stream holds the admitted share: a unary call of the same size waits for room
+    // that never comes, and is refused saying why.
     grpc::ClientContext unary;
     unary.set_deadline(In(absl::Seconds(30)));
     const grpc::Status refused = stub->Normalize(&unary, request, &response);
