@@ -68,11 +68,28 @@ void NormalizeCallReactor::Read() {
 
 void NormalizeCallReactor::OnReadDone(bool ok) {
   TakenBackFromLibrary(this);
-  if (!ok) {
+  const bool first = !read_first_.exchange(true, std::memory_order_relaxed);
+  if (first && !ok) {
     Answer(context_->IsCancelled()
                ? absl::CancelledError("the call was cancelled before its request was read")
                : absl::InvalidArgumentError(
                      "a Normalize call carries one NormalizeRequest; the client sent none"));
+    return;
+  }
+  if (first) {
+    // A unary client half-closes with its message, so this read ends at once; a second message
+    // fits in the reservation, which holds room for a response as large as the first.
+    HandingToLibrary(this);
+    StartRead(&extra_message_);
+    return;
+  }
+  if (ok) {
+    Answer(absl::InvalidArgumentError(
+        "a Normalize call carries one NormalizeRequest; the client sent more than one"));
+    return;
+  }
+  if (context_->IsCancelled()) {
+    Answer(absl::CancelledError("the call was cancelled before its request was read"));
     return;
   }
   Submit();

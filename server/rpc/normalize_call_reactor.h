@@ -9,9 +9,9 @@
 // validated and submitted like a typed call's, and the reservation becomes the request's real
 // charge (message as received plus response), held until gRPC is done with the call (OnDone).
 //
-// The wire is a unary call's: one request message, then one response or an error status. A call
-// that half-closes without a message is refused with INVALID_ARGUMENT; messages after the first
-// are not read.
+// The wire is a unary call's: one request message and the client's half-close, then one response
+// or an error status. A call that half-closes without a message, or sends a second one, is refused
+// with INVALID_ARGUMENT; the request is submitted once the half-close has come.
 //
 // Threads: gRPC calls OnReadDone, OnCancel and OnDone; the gate grants or expires a waiting call on
 // the thread that released memory (or on its timer's); a worker completes the request. mu_ orders
@@ -81,7 +81,9 @@ class NormalizeCallReactor final : public grpc::ServerGenericBidiReactor {
   std::atomic<int64_t> gate_charge_{0};  // held in the memory gate, released in OnDone
   std::atomic<int64_t> held_bytes_{0};   // the scheduler's admission bytes, released in OnDone
 
+  std::atomic<bool> read_first_{false};  // the first read has completed
   grpc::ByteBuffer raw_request_;
+  grpc::ByteBuffer extra_message_;  // a second message, which a unary call must not have
   RequestWire request_;
   ResponseWire response_;
   grpc::ByteBuffer raw_response_;

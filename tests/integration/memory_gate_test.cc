@@ -103,19 +103,27 @@ TEST(MemoryBoundTest, ClientsLargerThanTheFreeRoomWaitAndAreAllAnswered) {
   }
 }
 
-TEST(MemoryBoundTest, ANormalizeCallMustCarryARequest) {
+TEST(MemoryBoundTest, ANormalizeCallCarriesExactlyOneRequest) {
   NormdProcess server;
   ASSERT_TRUE(server.Start({"--backend=cpu", "--max-memory-bytes=67108864"}).ok()) << server.log();
   const grpc::Status none =
       CallWithMessages(server.NewChannel(), "/normd.v1.Normalizer/Normalize", {});
   EXPECT_EQ(none.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << none.error_message();
   EXPECT_NE(none.error_message().find("sent none"), std::string::npos) << none.error_message();
+  std::mt19937 rng(3);
+  const NormalizeRequest request = MakeRequest(DType::kFloat32, 2, 64, false, rng);
+  const std::string bytes = request.SerializeAsString();
+  const grpc::Status two =
+      CallWithMessages(server.NewChannel(), "/normd.v1.Normalizer/Normalize", {bytes, bytes});
+  EXPECT_EQ(two.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << two.error_message();
+  EXPECT_NE(two.error_message().find("more than one"), std::string::npos) << two.error_message();
+  const grpc::Status one =
+      CallWithMessages(server.NewChannel(), "/normd.v1.Normalizer/Normalize", {bytes});
+  EXPECT_TRUE(one.ok()) << one.error_message();
   const grpc::Status unknown =
       CallWithMessages(server.NewChannel(), "/normd.v1.Normalizer/NoSuchMethod", {"x"});
   EXPECT_EQ(unknown.error_code(), grpc::StatusCode::UNIMPLEMENTED) << unknown.error_message();
   // normd still serves.
-  std::mt19937 rng(3);
-  const NormalizeRequest request = MakeRequest(DType::kFloat32, 2, 64, false, rng);
   auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
   grpc::ClientContext context;
   context.set_deadline(In(absl::Seconds(30)));
