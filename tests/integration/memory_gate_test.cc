@@ -132,5 +132,54 @@ TEST(MemoryBoundTest, ANormalizeCallCarriesExactlyOneRequest) {
   EXPECT_EQ(CompareWithReference(request, response), "");
 }
 
+// Two calls that open and never send their message hold the whole admitted share (each reserved
+// room before its read); a third call waits, and leaves when its deadline passes. Once the two are
+// cancelled their reservations come back and calls are served again.
+TEST(MemoryBoundTest, AWaitingCallLeavesAtItsDeadlineAndNoReservationIsLeft) {
+  NormdProcess server;
+  // 64 MiB: a 32 MiB admitted share, 16 MiB reserved per call before its read.
+  ASSERT_TRUE(server.Start({"--backend=cpu", "--max-memory-bytes=67108864"}).ok()) << server.log();
+  grpc::GenericStub stub(server.NewChannel());
+  grpc::CompletionQueue cq;
+  grpc::ClientContext silent_context[2];
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> silent[2];
+  void* tag = nullptr;
+  bool ok = false;
+  for (int i = 0; i < 2; ++i) {
+    silent[i] = stub.PrepareCall(&silent_context[i], "/normd.v1.Normalizer/Normalize", &cq);
+    silent[i]->StartCall(reinterpret_cast<void*>(1));
+    ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  }
+  std::mt19937 rng(5);
+  const NormalizeRequest request = MakeRequest(DType::kFloat32, 2, 64, false, rng);
+  auto typed = normd::v1::Normalizer::NewStub(server.NewChannel());
+  NormalizeResponse response;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(In(absl::Seconds(1)));
+    const grpc::Status waited = typed->Normalize(&context, request, &response);
+    EXPECT_EQ(waited.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << waited.error_message();
+  }
+  for (int i = 0; i < 2; ++i) silent_context[i].TryCancel();
+  for (int i = 0; i < 2; ++i) {
+    grpc::Status status;
+    silent[i]->Finish(&status, reinterpret_cast<void*>(2));
+    cq.Next(&tag, &ok);
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  // Every reservation is back: large calls are served, one after another.
+  const NormalizeRequest large = MakeRequest(DType::kFloat32, 384, 4096, false, rng);  // 6 MiB
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(In(absl::Seconds(30)));
+    const grpc::Status status = typed->Normalize(&context, large, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(CompareWithReference(large, response), "");
+  }
+  EXPECT_EQ(WaitForNoInflight(server), 0);
+}
+
 }  // namespace
 }  // namespace normd::testing
