@@ -3,15 +3,17 @@
 // (--max-pinned-bytes), which the CUDA backend holds apart from it.
 //
 // What normd holds for a request, and what bounds each part under a budget M:
-//   - received by gRPC: gRPC 1.51 reads a unary request whole before the handler runs. Per
-//     connection, --max-concurrent-streams times --max-request-bytes bounds it. Across
-//     connections only gRPC's resource quota does (--grpc-resource-quota: sized M / 2, it counts
-//     what the transport reads, and the bytes normd keeps of admitted requests); but gRPC 1.51
-//     enforces it by sending GOAWAY and cancelling streams with ENHANCE_YOUR_CALM, requests that
-//     normd had accepted among them, so it is the operator's choice, off by default.
+//   - being read: a Normalize call reserves room in the admitted share (below) before normd asks
+//     gRPC for its message, and waits for it (server/rpc/normalize_call_reactor.h), so what gRPC
+//     holds for a waiting call is its HTTP/2 stream window. A NormalizeStream's next message is
+//     read without waiting: per stream --max-request-bytes bounds it, across streams only gRPC's
+//     resource quota does (--grpc-resource-quota: sized M / 2, it counts what the transport reads,
+//     and the bytes normd keeps of admitted requests); but gRPC 1.51 enforces it by sending GOAWAY
+//     and cancelling streams with ENHANCE_YOUR_CALM, requests that normd had accepted among them,
+//     so it is the operator's choice, off by default.
 //   - admitted (queued, computing, or answered and waiting for gRPC to send the response): each
-//     request is charged its message as received plus its response, and the scheduler refuses a
-//     request that would take the admitted total past M / 2 (RESOURCE_EXHAUSTED at once);
+//     request is charged its message as received plus its response, and Normalize reservations and
+//     admitted requests together stay within M / 2 (server/scheduling/memory_gate.h);
 //   - kept for reuse after it was freed: idle response buffers (--response-pool-bytes) and the
 //     allocator's free memory (per arena, --max-queue-bytes), each lowered to M / 4.
 // The two halves overlap (an admitted request's message is in both), so the parts normd holds
