@@ -268,6 +268,9 @@ int RunServer(int argc, char** argv) {
   const MemoryPlan memory_plan = PlanMemory(config->max_memory_bytes, config->grpc_resource_quota);
   Scheduler scheduler(std::move(backend->workers), config->max_queue_bytes, &metrics,
                       config->fill_first_rows, memory_plan.admitted_bytes);
+  // Under a budget normd reads a Normalize call's message only once the budget has room, through
+  // gRPC's generic API; without one gRPC reads it whole, which costs one read less per call.
+  options.normalize_generic = memory_plan.admitted_bytes > 0;
   NormalizerService service(scheduler, weights, options, &metrics);
   NormalizeCallOptions call_options;
   call_options.limits = options.limits;
@@ -325,7 +328,7 @@ int RunServer(int argc, char** argv) {
     builder.SetResourceQuota(quota);
   }
   builder.RegisterService(&service);
-  builder.RegisterCallbackGenericService(&generic_service);
+  if (options.normalize_generic) builder.RegisterCallbackGenericService(&generic_service);
   // Before the server starts: a --listen-unix path that is in use must stop normd.
   std::unique_ptr<UnixListener> unix_listener;
   if (!config->listen_unix.empty()) {

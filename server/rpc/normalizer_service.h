@@ -24,11 +24,15 @@ struct ServiceOptions {
   normd::v1::ServerInfo info;    // what GetServerInfo answers
   // Shared memory's regions; null when --shared-memory is off. Must outlive the service.
   RegionRegistry* regions = nullptr;
+  // Normalize is left to the generic service (normalize_generic_service.h), which reads a call's
+  // message only once the memory budget has room; set under --max-memory-bytes. Otherwise gRPC
+  // reads the message whole and Normalize below answers it: one read fewer per call, about 10% of
+  // 1-row throughput on the 2-core machine (docs/RELIABILITY.md, "Memory bound").
+  bool normalize_generic = false;
 };
 
-// Normalize is served by the generic service (normalize_generic_service.h), so that normd reads its
-// message only when the memory budget has room; here it is marked generic, not registered.
-// Normalize and NormalizeStream take and give raw bytes:
+// Normalize (unless ServiceOptions::normalize_generic) and NormalizeStream are registered raw
+// (bytes in and out):
 // - normd builds their responses' bytes itself (ResponseWire), so that output tensors are written
 //   once, by the executor, into the buffers gRPC sends, instead of being zero-filled, written, and
 //   copied again by protobuf's serializer;
@@ -36,7 +40,7 @@ struct ServiceOptions {
 //   cannot parse with UNIMPLEMENTED and no message, and reports a stream message it cannot parse
 //   exactly like the client's half-close (OnReadDone(false)), so the stream would end OK with that
 //   message silently dropped. normd answers INVALID_ARGUMENT, saying the bytes are not a request.
-using NormalizerServiceBase = normd::v1::Normalizer::WithGenericMethod_Normalize<
+using NormalizerServiceBase = normd::v1::Normalizer::WithRawCallbackMethod_Normalize<
     normd::v1::Normalizer::WithRawCallbackMethod_NormalizeStream<
         normd::v1::Normalizer::WithCallbackMethod_RegisterWeight<
             normd::v1::Normalizer::WithCallbackMethod_GetServerInfo<
@@ -54,6 +58,9 @@ class NormalizerService final : public NormalizerServiceBase {
   NormalizerService(Scheduler& scheduler, WeightRegistry& weights, ServiceOptions options,
                     ServerMetrics* metrics = nullptr);
 
+  grpc::ServerUnaryReactor* Normalize(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NormalizeStream(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* RegisterWeight(grpc::CallbackServerContext* context,

@@ -153,12 +153,12 @@ const BadRequest kBadRequests[] = {
      {"weight_offset", "inf"}},
 };
 
-class ValidationTest : public SuiteNormdTest<ValidationTest, ::testing::TestWithParam<BadRequest>> {
- public:
-  static std::vector<std::string> SuiteFlags() {
-    return {"--backend=cpu", "--max-request-bytes=1048576"};
-  }
-
+// The table runs against two normds: one without a memory budget, where gRPC reads a Normalize
+// call's message whole and the typed handler validates it, and one with --max-memory-bytes, where
+// normd reads the message itself once the budget has room (normalize_call_reactor.h). Both must
+// answer every case the same way.
+template <typename Suite>
+class ValidationFixture : public SuiteNormdTest<Suite, ::testing::TestWithParam<BadRequest>> {
  protected:
   // A valid fp16 request of 4 x 32 with a residual: each case breaks one thing about it.
   static NormalizeRequest ValidRequest() {
@@ -168,45 +168,74 @@ class ValidationTest : public SuiteNormdTest<ValidationTest, ::testing::TestWith
 
   static grpc::Status Call(const NormalizeRequest& request,
                            normd::v1::NormalizeResponse* response) {
-    auto stub = normd::v1::Normalizer::NewStub(server_->NewChannel());
+    auto stub = normd::v1::Normalizer::NewStub(Suite::server_->NewChannel());
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     return stub->Normalize(&context, request, response);
   }
+
+  static void ExpectRefusedThenServing(const BadRequest& bad) {
+    NormalizeRequest request = ValidRequest();
+    bad.mutate(request);
+    normd::v1::NormalizeResponse response;
+    const grpc::Status status = Call(request, &response);
+    EXPECT_EQ(status.error_code(), bad.code) << status.error_message();
+    for (const std::string& part : bad.message_parts) {
+      EXPECT_NE(status.error_message().find(part), std::string::npos)
+          << "message '" << status.error_message() << "' lacks '" << part << "'";
+    }
+    // The server is still up and right.
+    const NormalizeRequest good = ValidRequest();
+    normd::v1::NormalizeResponse good_response;
+    ASSERT_TRUE(Call(good, &good_response).ok());
+    EXPECT_EQ(CompareWithReference(good, good_response), "");
+  }
+
+  static void ExpectOverMaxRequestBytesRefused() {
+    std::mt19937 rng(4);
+    // 2 x 300K fp32 = 2.4 MB, over the 1 MiB --max-request-bytes these servers run with.
+    const NormalizeRequest big = MakeRequest(DType::kFloat32, 2, 300000, false, rng);
+    normd::v1::NormalizeResponse response;
+    const grpc::Status status = Call(big, &response);
+    EXPECT_EQ(status.error_code(), grpc::RESOURCE_EXHAUSTED) << status.error_message();
+    normd::v1::NormalizeResponse good_response;
+    EXPECT_TRUE(Call(ValidRequest(), &good_response).ok());
+  }
 };
 
-TEST_P(ValidationTest, AnswersWithFieldAndNumbersThenKeepsServing) {
-  const BadRequest& bad = GetParam();
-  NormalizeRequest request = ValidRequest();
-  bad.mutate(request);
-  normd::v1::NormalizeResponse response;
-  const grpc::Status status = Call(request, &response);
-  EXPECT_EQ(status.error_code(), bad.code) << status.error_message();
-  for (const std::string& part : bad.message_parts) {
-    EXPECT_NE(status.error_message().find(part), std::string::npos)
-        << "message '" << status.error_message() << "' lacks '" << part << "'";
+class ValidationTest : public ValidationFixture<ValidationTest> {
+ public:
+  static std::vector<std::string> SuiteFlags() {
+    return {"--backend=cpu", "--max-request-bytes=1048576"};
   }
-  // The server is still up and right.
-  const NormalizeRequest good = ValidRequest();
-  normd::v1::NormalizeResponse good_response;
-  ASSERT_TRUE(Call(good, &good_response).ok());
-  EXPECT_EQ(CompareWithReference(good, good_response), "");
-}
+};
 
-INSTANTIATE_TEST_SUITE_P(Table, ValidationTest, ::testing::ValuesIn(kBadRequests),
-                         [](const ::testing::TestParamInfo<BadRequest>& info) {
-                           return info.param.name;
-                         });
+class ValidationUnderBudgetTest : public ValidationFixture<ValidationUnderBudgetTest> {
+ public:
+  static std::vector<std::string> SuiteFlags() {
+    return {"--backend=cpu", "--max-request-bytes=1048576", "--max-memory-bytes=67108864"};
+  }
+};
+
+std::string CaseName(const ::testing::TestParamInfo<BadRequest>& info) { return info.param.name; }
+
+TEST_P(ValidationTest, AnswersWithFieldAndNumbersThenKeepsServing) {
+  ExpectRefusedThenServing(GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Table, ValidationTest, ::testing::ValuesIn(kBadRequests), CaseName);
+
+TEST_P(ValidationUnderBudgetTest, AnswersWithFieldAndNumbersThenKeepsServing) {
+  ExpectRefusedThenServing(GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Table, ValidationUnderBudgetTest, ::testing::ValuesIn(kBadRequests),
+                         CaseName);
 
 TEST_F(ValidationTest, RequestOverMaxRequestBytesIsResourceExhausted) {
-  std::mt19937 rng(4);
-  // 2 x 300K fp32 = 2.4 MB, over the 1 MiB --max-request-bytes this server runs with.
-  const NormalizeRequest big = MakeRequest(DType::kFloat32, 2, 300000, false, rng);
-  normd::v1::NormalizeResponse response;
-  const grpc::Status status = Call(big, &response);
-  EXPECT_EQ(status.error_code(), grpc::RESOURCE_EXHAUSTED) << status.error_message();
-  normd::v1::NormalizeResponse good_response;
-  EXPECT_TRUE(Call(ValidRequest(), &good_response).ok());
+  ExpectOverMaxRequestBytesRefused();
+}
+
+TEST_F(ValidationUnderBudgetTest, RequestOverMaxRequestBytesIsResourceExhausted) {
+  ExpectOverMaxRequestBytesRefused();
 }
 
 TEST_F(ValidationTest, RegisterWeightRejectsBadTensors) {
