@@ -66,6 +66,9 @@ TEST(MemoryBoundTest, ClientsLargerThanTheFreeRoomWaitAndAreAllAnswered) {
   std::mt19937 rng(11);
   // 6 MiB each: 96 MiB received at once, were every message read as it came.
   const NormalizeRequest request = MakeRequest(DType::kFloat32, 384, 4096, false, rng);
+  // Counted from normd's size once serving: about 20 MiB on the CPU backend, ~160 MiB on the CUDA
+  // backend, whose driver maps that much at start whatever the load.
+  const int64_t idle_rss = server.ResidentBytes();
   std::atomic<bool> sampling{true};
   std::atomic<int64_t> peak_rss{0};
   std::thread sampler([&] {
@@ -97,9 +100,9 @@ TEST(MemoryBoundTest, ClientsLargerThanTheFreeRoomWaitAndAreAllAnswered) {
   }
   EXPECT_EQ(WaitForNoInflight(server), 0);
   if (!kSanitizedBuild) {
-    // The budget plus normd's own fixed memory (its idle size is about 20 MiB).
-    EXPECT_LE(peak_rss.load(), int64_t{64 + 64} << 20)
-        << "peak RSS " << (peak_rss.load() >> 20) << " MiB";
+    // The budget plus 64 MiB over the idle size (on CUDA this includes pinned staging).
+    EXPECT_LE(peak_rss.load() - idle_rss, int64_t{64 + 64} << 20)
+        << "peak RSS " << (peak_rss.load() >> 20) << " MiB, idle " << (idle_rss >> 20) << " MiB";
   }
 }
 
