@@ -2,10 +2,10 @@
 
 Inputs are numpy arrays (float32, float16, and bfloat16 when the array's dtype comes from
 ml_dtypes) or torch tensors (float32, float16, bfloat16; any device). A C-contiguous host tensor is
-not copied here: it becomes a view of its own memory (a flat uint8 array, or for torch a ctypes
-array at its data pointer, which needs neither .numpy(), refused for bfloat16, nor a dtype view),
-and the request's join copies it once. A CUDA tensor is copied to the host first: the bytes
-transport has no other way to carry it.
+not copied here: it becomes a view of its own memory (a byte memoryview or flat uint8 array, or
+for torch a ctypes array at its data pointer, which needs neither .numpy(), refused for bfloat16,
+nor a dtype view), and the request's join copies it once. A CUDA tensor is copied to the host
+first: the bytes transport has no other way to carry it.
 
 Outputs are written once, from the received bytes into a new array or tensor of the input's kind,
 dtype, shape and device: a writable result that does not keep grpcio's response buffer alive.
@@ -61,11 +61,15 @@ def _bytes_data_offset():
 
 
 _BYTES_DATA = _bytes_data_offset() if sys.implementation.name == "cpython" else None
+# Outputs up to this size are copied into a bytearray; larger ones into numpy's own memory, which
+# it backs with huge pages where it can (a large bytearray's first touch faults page by page).
+_SMALL_OUTPUT = 1 << 20
 
 
 class HostTensor(NamedTuple):
     """A tensor as the wire carries it: dtype code, shape, its little-endian bytes as a buffer
-    (a flat uint8 array, or a ctypes array over `owner`'s memory), and their size."""
+    (a flat uint8 array or byte memoryview, or a ctypes array over `owner`'s memory), and their
+    size."""
 
     dtype: int
     shape: Tuple[int, ...]
@@ -83,7 +87,17 @@ def _unsupported(what: str, dtype) -> InvalidArgument:
 
 def _from_numpy(array: np.ndarray, what: str) -> HostTensor:
     dtype = array.dtype
-    code = _NUMPY_TYPES.get(dtype.type) or _NUMPY_NAMES.get(dtype.name)
+    code = _NUMPY_TYPES.get(dtype.type)
+    if code is not None and dtype.byteorder != ">":
+        # The common case in fewer steps than the general one below: a C-contiguous little-endian
+        # float16/float32 array as its bytes (cast() refuses anything not C-contiguous or empty).
+        try:
+            data = memoryview(array).cast("B")
+        except TypeError:
+            pass
+        else:
+            return HostTensor(code, array.shape, data, data.nbytes, None, None, dtype)
+    code = code or _NUMPY_NAMES.get(dtype.name)
     if code is None:
         raise _unsupported(what, dtype)
     if dtype.byteorder == ">":
@@ -149,6 +163,10 @@ def make_output(buf: bytes, offset: int, host: HostTensor):
     buf[offset : offset + host.nbytes]: the one copy of a result on its way back."""
     dtype = host.numpy_dtype
     if dtype is not None:
+        if host.nbytes <= _SMALL_OUTPUT:
+            # A bytearray copy is fewer steps than numpy's; the array adopts it (and is writable).
+            copy = bytearray(memoryview(buf)[offset:offset + host.nbytes])
+            return np.frombuffer(copy, dtype).reshape(host.shape)
         source = np.frombuffer(buf, dtype, host.nbytes // dtype.itemsize, offset)
         return source.reshape(host.shape).copy()
     torch = torch_module()
