@@ -11,10 +11,12 @@
 #                   stages.txt what it did during each run (metrics_delta.py: stage times)
 #   normbench.log   every normbench run's output; normbench.csv their rows, each prefixed by its run
 #   summary.txt     the table printed last: the H200 targets (docs/SHARED_MEMORY.md), each against
-#                   normd-echo
+#                   normd-echo; then normd_region_copy_bench's rates (the link's ceiling: a shared
+#                   region's pages against pinned memory, one way and both ways at once)
 # Usage: build (cmake --preset cuda-h200 && cmake --build --preset cuda-h200), put this script,
 # tests/gpu/metrics_delta.py and the build's normd, normd-echo, normbench,
-# normd_shared_memory_gpu_test, normd_integration_test and normd_region_client in a bundle (a folder
+# normd_shared_memory_gpu_test, normd_integration_test, normd_region_client and
+# normd_region_copy_bench in a bundle (a folder
 # holding bin/ and lib/ with an env.sh that puts them on PATH and LD_LIBRARY_PATH), copy it to the
 # GPU machine and run: bash BUNDLE/bin/run_shared_memory_h200.sh
 # DURATION (default 2s) is normbench's measuring time per server and point.
@@ -128,5 +130,7 @@ for label in ("shm_1_c64", "cuda_1_c64"):
                       t["batch"] >= 16 and t["rps"] >= b["rps"],
                       f"{t['batch']:.1f} per launch, {t['rps']:.0f} against {b['rps']:.0f} req/s")
 PY
+stamp copy engines
+timeout 60 normd_region_copy_bench --mib 32 --chunks 16 >> "$OUT/summary.txt" 2>&1
 cat "$OUT/summary.txt"
 stamp end
