@@ -47,12 +47,18 @@ HostMemory MapRegistered(const char* kind, size_t bytes, bool shared, bool huge)
   if (shared) {
     const std::string name = "/normd-region-copy-bench-" + std::to_string(getpid());
     fd = shm_open(name.c_str(), O_CREAT | O_RDWR | O_EXCL, 0600);
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) std::exit(1);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      std::perror("shm_open / ftruncate");
+      std::exit(1);
+    }
     shm_unlink(name.c_str());
   }
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                  shared ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS, fd, 0);
-  if (p == MAP_FAILED) std::exit(1);
+  if (p == MAP_FAILED) {
+    std::perror("mmap");
+    std::exit(1);
+  }
   if (fd >= 0) close(fd);
   if (huge) madvise(p, bytes, MADV_HUGEPAGE);
   std::memset(p, 1, bytes);  // a client writes its region before sending
@@ -83,8 +89,6 @@ long HugeKib(const char* data) {
   return kib;
 }
 
-double Gbps(size_t bytes, float ms) { return ms > 0 ? static_cast<double>(bytes) / (ms * 1e6) : 0; }
-
 void Run(const HostMemory& host, char* dev_in, char* dev_out, int chunks, int reps) {
   cudaStream_t up, down;
   CHECK_CUDA(cudaStreamCreateWithFlags(&up, cudaStreamNonBlocking));
@@ -92,63 +96,68 @@ void Run(const HostMemory& host, char* dev_in, char* dev_out, int chunks, int re
   cudaEvent_t a, b, c, d;
   for (cudaEvent_t* e : {&a, &b, &c, &d}) CHECK_CUDA(cudaEventCreate(e));
   const size_t n = host.bytes, piece = n / static_cast<size_t>(chunks);
+  const size_t chunked = piece * static_cast<size_t>(chunks);  // what the chunked copies move
+  // Chunk k of the input up, or of the output down, on `stream`.
+  auto copy_up = [&](int k, cudaStream_t stream) {
+    CHECK_CUDA(cudaMemcpyAsync(dev_in + k * piece, host.data + k * piece, piece,
+                               cudaMemcpyHostToDevice, stream));
+  };
+  auto copy_down = [&](int k, cudaStream_t stream) {
+    CHECK_CUDA(cudaMemcpyAsync(host.data + k * piece, dev_out + k * piece, piece,
+                               cudaMemcpyDeviceToHost, stream));
+  };
+  auto gbps = [](size_t bytes, cudaEvent_t from, cudaEvent_t to) {
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, from, to));
+    return ms > 0 ? static_cast<double>(bytes) / (ms * 1e6) : 0.0;
+  };
   std::vector<double> one_up, one_down, chunked_up, chunked_down, both, issue_us;
   for (int r = 0; r < reps + 2; ++r) {
-    float ms = 0;
+    const bool keep = r >= 2;  // the first two are warm-up
+
     CHECK_CUDA(cudaEventRecord(a, up));
     CHECK_CUDA(cudaMemcpyAsync(dev_in, host.data, n, cudaMemcpyHostToDevice, up));
     CHECK_CUDA(cudaEventRecord(b, up));
     CHECK_CUDA(cudaMemcpyAsync(host.data, dev_out, n, cudaMemcpyDeviceToHost, up));
     CHECK_CUDA(cudaEventRecord(c, up));
     CHECK_CUDA(cudaEventSynchronize(c));
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    if (r >= 2) one_up.push_back(Gbps(n, ms));
-    CHECK_CUDA(cudaEventElapsedTime(&ms, b, c));
-    if (r >= 2) one_down.push_back(Gbps(n, ms));
+    if (keep) {
+      one_up.push_back(gbps(n, a, b));
+      one_down.push_back(gbps(n, b, c));
+    }
 
     CHECK_CUDA(cudaEventRecord(a, up));
     const auto issue_start = std::chrono::steady_clock::now();
-    for (int k = 0; k < chunks; ++k) {
-      CHECK_CUDA(cudaMemcpyAsync(dev_in + k * piece, host.data + k * piece, piece,
-                                 cudaMemcpyHostToDevice, up));
-    }
+    for (int k = 0; k < chunks; ++k) copy_up(k, up);
     const auto issue_end = std::chrono::steady_clock::now();
     CHECK_CUDA(cudaEventRecord(b, up));
-    for (int k = 0; k < chunks; ++k) {
-      CHECK_CUDA(cudaMemcpyAsync(host.data + k * piece, dev_out + k * piece, piece,
-                                 cudaMemcpyDeviceToHost, up));
-    }
+    for (int k = 0; k < chunks; ++k) copy_down(k, up);
     CHECK_CUDA(cudaEventRecord(c, up));
     CHECK_CUDA(cudaEventSynchronize(c));
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    if (r >= 2) chunked_up.push_back(Gbps(n, ms));
-    CHECK_CUDA(cudaEventElapsedTime(&ms, b, c));
-    if (r >= 2) chunked_down.push_back(Gbps(n, ms));
-    if (r >= 2) {
+    if (keep) {
+      chunked_up.push_back(gbps(chunked, a, b));
+      chunked_down.push_back(gbps(chunked, b, c));
       issue_us.push_back(
           std::chrono::duration<double, std::micro>(issue_end - issue_start).count());
     }
 
-    // Up and down at once, as the pipeline overlaps them: each stream moves n bytes.
+    // Up and down at once, as the pipeline overlaps them: each stream moves `chunked` bytes.
     CHECK_CUDA(cudaEventRecord(a, up));
     CHECK_CUDA(cudaStreamWaitEvent(down, a, 0));
     for (int k = 0; k < chunks; ++k) {
-      CHECK_CUDA(cudaMemcpyAsync(dev_in + k * piece, host.data + k * piece, piece,
-                                 cudaMemcpyHostToDevice, up));
-      CHECK_CUDA(cudaMemcpyAsync(host.data + k * piece, dev_out + k * piece, piece,
-                                 cudaMemcpyDeviceToHost, down));
+      copy_up(k, up);
+      copy_down(k, down);
     }
-    CHECK_CUDA(cudaEventRecord(b, up));
     CHECK_CUDA(cudaEventRecord(d, down));
     CHECK_CUDA(cudaStreamWaitEvent(up, d, 0));
     CHECK_CUDA(cudaEventRecord(c, up));
     CHECK_CUDA(cudaEventSynchronize(c));
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, c));
-    if (r >= 2) both.push_back(Gbps(n, ms));
+    if (keep) both.push_back(gbps(chunked, a, c));
   }
   std::printf("%-10s %9ld %8.1f %8.1f %8.1f %8.1f %10.1f %9.1f\n", host.kind,
               host.pinned ? 0L : HugeKib(host.data), Median(one_up), Median(one_down),
               Median(chunked_up), Median(chunked_down), Median(both), Median(issue_us));
+  for (cudaEvent_t e : {a, b, c, d}) cudaEventDestroy(e);
   cudaStreamDestroy(up);
   cudaStreamDestroy(down);
 }
