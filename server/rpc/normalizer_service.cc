@@ -67,9 +67,10 @@ class UnaryCallReactor : public grpc::ServerUnaryReactor {
   std::atomic<int64_t> held_memory_bytes_{0};
 };
 
-// A Normalize call's reactor, holding the parsed request (which the WorkItem points into) and the
-// response being built, both until gRPC is done with the call.
-class NormalizeCallReactor final : public UnaryCallReactor {
+// A Normalize call's reactor when gRPC has read its message (no memory budget), holding the parsed
+// request (which the WorkItem points into) and the response being built, both until gRPC is done
+// with the call. Under a budget normalize_call_reactor.h's NormalizeCallReactor serves the call.
+class ReadNormalizeReactor final : public UnaryCallReactor {
  public:
   using UnaryCallReactor::UnaryCallReactor;
   RequestWire& request() { return request_; }
@@ -98,7 +99,7 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* raw_request,
                                                        grpc::ByteBuffer* raw_response) {
   const absl::Time start = absl::Now();
-  auto* reactor = new NormalizeCallReactor(scheduler_);  // deletes itself in OnDone
+  auto* reactor = new ReadNormalizeReactor(scheduler_);  // deletes itself in OnDone
   RequestWire& request = reactor->request();
   absl::Status parsed = request.Parse(*raw_request);
   absl::StatusOr<ValidatedRequest> validated =
