@@ -26,9 +26,8 @@ NormalizeStreamReactor::NormalizeStreamReactor(grpc::CallbackServerContext* cont
 
 absl::Status NormalizeStreamReactor::StreamError(const Slot& slot,
                                                  const absl::Status& status) const {
-  return absl::Status(status.code(),
-                      absl::StrCat("stream message ", slot.index, " (request_id '",
-                                   slot.request.message().request_id(), "'): ", status.message()));
+  return absl::Status(status.code(), absl::StrCat("stream message ", slot.index, " (request_id '",
+                                                  slot.request_id, "'): ", status.message()));
 }
 
 void NormalizeStreamReactor::OnReadDone(bool ok) {
@@ -55,8 +54,9 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
   }
   if (admitted != nullptr) {
     admitted->received_bytes = static_cast<int64_t>(admitted->raw_request.Length());
-    admitted->parsed = admitted->request.Parse(admitted->raw_request);
+    admitted->parsed = admitted->request->Parse(admitted->raw_request);
     admitted->raw_request.Clear();  // parsed: `request` shares the slices it needs
+    admitted->request_id = admitted->request->message().request_id();
     Admit(admitted);
   }
   Pump();
@@ -65,11 +65,12 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
 
 void NormalizeStreamReactor::Admit(Slot* raw) {
   absl::StatusOr<ValidatedRequest> validated =
-      raw->parsed.ok() ? ValidateReceived(raw->request, *context_, limits_, weights_, regions_)
+      raw->parsed.ok() ? ValidateReceived(*raw->request, *context_, limits_, weights_, regions_)
                        : raw->parsed;
   if (!validated.ok()) {
     if (metrics_ != nullptr)
       metrics_->RequestDone("NormalizeStream", validated.status(), absl::Now() - raw->received);
+    DropRequest(raw);
     normd::MutexLock lock(&mu_);
     raw->done = true;
     raw->status = validated.status();
@@ -77,24 +78,28 @@ void NormalizeStreamReactor::Admit(Slot* raw) {
     return;
   }
   std::unique_ptr<WorkItem> item =
-      MakeWorkItem(raw->request.message(), *std::move(validated), raw->response, *context_);
-  // Charged until the response has been written (the slot goes), like a unary call's: a client
-  // that sends and never reads holds its responses in normd's memory.
+      MakeWorkItem(raw->request->message(), *std::move(validated), *raw->response, *context_);
+  // The message is charged until the request is computed (DropRequest frees it then), the
+  // response until it has been written (the slot goes), like a unary call's: a client that sends
+  // and never reads holds its responses in normd's memory.
   item->hold_bytes_until_released = true;
   item->memory_bytes = raw->received_bytes + item->response_bytes();
   raw->hold.scheduler = &scheduler_;
   raw->hold.bytes = item->admission_bytes();
   raw->hold.memory_bytes = item->memory_bytes;
+  raw->hold.message_bytes = raw->received_bytes;
   const TensorMemory transport = item->request.transport();
   item->on_done = [this, raw, transport](const absl::Status& status, const LaunchReport& report) {
     if (metrics_ != nullptr) metrics_->RequestTransport(transport);
     // Encoded here, on the worker's thread and outside mu_ (a few bytes: the outputs are
     // referenced).
-    if (status.ok()) raw->raw_response = raw->response.Finish(report);
+    if (status.ok()) raw->raw_response = raw->response->Finish(report);
+    DropRequest(raw);
     CompleteSlot(raw, status);
   };
   if (absl::Status admitted = scheduler_.Submit(std::move(item)); !admitted.ok()) {
     raw->hold.scheduler = nullptr;  // nothing was charged
+    DropRequest(raw);
     CompleteSlot(raw, admitted);
   }
 }
@@ -114,6 +119,13 @@ void NormalizeStreamReactor::CompleteSlot(Slot* slot, const absl::Status& status
     next = DecideLocked();
   }
   Act(next);
+}
+
+void NormalizeStreamReactor::DropRequest(Slot* slot) {
+  // The slot is not done yet: no other thread touches these (DecideLocked looks at done slots).
+  slot->request.reset();
+  slot->response.reset();
+  slot->hold.ReleaseMessageMemory();
 }
 
 void NormalizeStreamReactor::OnWriteDone(bool ok) {

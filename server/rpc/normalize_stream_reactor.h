@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -52,9 +53,11 @@ class NormalizeStreamReactor final
   }
 
  private:
-  // An admitted request's charge against the scheduler's budgets. It is released when its slot
-  // goes, once the response has been written (or dropped with the stream): until then normd holds
-  // the request's bytes and its response, which a client that does not read keeps here.
+  // An admitted request's charge against the scheduler's budgets. Its message's share of the
+  // memory charge is given back as soon as the request is computed (ReleaseMessageMemory): the
+  // slot then no longer holds the message. The rest (its response's memory, and its payload's
+  // queue bytes) is released when the slot goes, once the response has been written (or dropped
+  // with the stream): a client that does not read keeps its responses, and only them, here.
   struct Hold {
     Hold() = default;
     Hold(const Hold&) = delete;
@@ -62,22 +65,35 @@ class NormalizeStreamReactor final
     ~Hold() {
       if (scheduler != nullptr) scheduler->ReleaseHeldBytes(bytes, memory_bytes);
     }
+    void ReleaseMessageMemory() {
+      if (scheduler == nullptr || message_bytes == 0) return;
+      scheduler->ReleaseHeldBytes(0, message_bytes);
+      memory_bytes -= message_bytes;
+      message_bytes = 0;
+    }
     Scheduler* scheduler = nullptr;  // null: nothing charged
     int64_t bytes = 0;
-    int64_t memory_bytes = 0;
+    int64_t memory_bytes = 0;   // still charged, message_bytes included
+    int64_t message_bytes = 0;  // the request message's part of memory_bytes, until released
   };
 
-  // One request of the stream and, once computed, its response.
+  // One request of the stream and, once computed, its response. The request and the response
+  // live on the heap so that both can be freed (DropRequest) as soon as they are no longer
+  // needed: a received message pins the gRPC read buffers its slices are in, often several times
+  // its own size, and a stalled stream would otherwise keep them for every slot it holds.
   struct Slot {
     Hold hold;  // first, so destroyed last: released once the buffers below are freed
     int64_t index = 0;
     absl::Time received;
-    int64_t received_bytes = 0;     // the message's size as read
-    grpc::ByteBuffer raw_request;   // as read; parsed into `request`
-    absl::Status parsed;            // why raw_request is not a NormalizeRequest, if it is not
-    RequestWire request;            // parsed, holding the received slices its tensors' data is in
-    ResponseWire response;          // the outputs, written by the worker
-    grpc::ByteBuffer raw_response;  // `response`'s bytes, once computed
+    int64_t received_bytes = 0;    // the message's size as read
+    std::string request_id;        // kept for StreamError once `request` is gone
+    grpc::ByteBuffer raw_request;  // as read; parsed into `request`
+    absl::Status parsed;           // why raw_request is not a NormalizeRequest, if it is not
+    // Parsed, holding the received slices its tensors' data is in; null once DropRequest ran.
+    std::unique_ptr<RequestWire> request = std::make_unique<RequestWire>();
+    // The outputs, written by the worker; null once DropRequest ran.
+    std::unique_ptr<ResponseWire> response = std::make_unique<ResponseWire>();
+    grpc::ByteBuffer raw_response;  // the response's bytes, once computed
     bool done = false;
     absl::Status status;
   };
@@ -98,6 +114,9 @@ class NormalizeStreamReactor final
   void Act(const Next& next);
   void Admit(Slot* slot);  // a slot already in slots_, not yet done
   void CompleteSlot(Slot* slot, const absl::Status& status);
+  // Frees the slot's request and response objects and gives back its message's memory charge:
+  // once its response is encoded (or the request refused), only raw_response is needed.
+  static void DropRequest(Slot* slot);
   absl::Status StreamError(const Slot& slot, const absl::Status& status) const;
 
   grpc::CallbackServerContext* const context_;

@@ -227,17 +227,15 @@ TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
   EXPECT_EQ(WaitForNoInflight(server), 0);
 }
 
-// A stream that writes and never reads keeps its unsent responses in normd: they stay charged
-// against --max-memory-bytes until written, so a unary request that no longer fits waits for room
-// and, none coming, is refused after the gate's longest wait (10 s), naming the budget; the charge
-// comes back when the stream goes.
-TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
+// A stream that writes and never reads keeps its unsent responses in normd, charged until they
+// are written, while each request's own message is freed, and its charge given back, once it is
+// computed: the stalled stream holds its responses and nothing more. The charge comes back when the
+// stream goes.
+TEST(HostileStreamTest, NeverReadResponsesStayChargedAndTheirMessagesDoNot) {
   NormdProcess server;
-  // 64 MiB: requests and responses admitted up to 32 MiB, payloads queued up to 16 MiB. Each 1 MiB
-  // request charges its message (1 MiB and its 16 KiB weight) and its 1 MiB response, so the
-  // stream's 15 slots (about 30.2 MiB, 15 MiB of payload) fit on their own, and one more call
-  // passes the memory share (about 32.3 MiB) though not the queue (exactly 16 MiB). The stream
-  // alone is never refused: were it refused, it would end and free its charge.
+  // 64 MiB: requests and responses admitted up to 32 MiB, payloads queued up to 16 MiB, a unary
+  // call's wait for room a reservation of 16 MiB (twice --max-request-bytes, lowered to 8 MiB).
+  // Each 1 MiB request (64 x 4096 float32) has a 1 MiB response and 1 MiB of payload.
   constexpr int kStreamSlots = 15;
   ASSERT_TRUE(server
                   .Start({"--backend=cpu", "--max-memory-bytes=67108864",
@@ -245,8 +243,12 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
                   .ok())
       << server.log();
   auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  // Unary calls on a connection of their own: traffic on the stream's connection could let its
+  // client take more responses (gRPC grows a busy connection's windows), freeing slots meanwhile.
+  auto unary_stub = normd::v1::Normalizer::NewStub(server.NewChannel());
   std::mt19937 rng(7);
   const NormalizeRequest request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);  // 1 MiB
+  const NormalizeRequest larger = MakeRequest(DType::kFloat32, 384, 4096, false, rng);  // 6 MiB
   grpc::ClientContext context;
   auto call = stub->NormalizeStream(&context);
   std::atomic<int> written{0};
@@ -260,14 +262,16 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
   EXPECT_TRUE(WaitForStreamAnswers(server, kStreamSlots))
       << "normd never answered the stream's first " << kStreamSlots << " requests";
   WaitForWriterToStall(written, [&] { return writer_stopped.load(); });
-  // Calls Normalize until `done` holds for its status (or 200 tries); returns the last status.
+  // Calls Normalize with `message` until `done` holds for its status (or 200 tries); returns the
+  // last status.
   NormalizeResponse response;
-  auto call_until = [&](const std::function<bool(const grpc::Status&)>& done) {
+  auto call_until = [&](const NormalizeRequest& message,
+                        const std::function<bool(const grpc::Status&)>& done) {
     grpc::Status status;
     for (int attempt = 0; attempt < 200; ++attempt) {
       grpc::ClientContext unary;
       unary.set_deadline(In(absl::Seconds(30)));
-      status = stub->Normalize(&unary, request, &response);
+      status = unary_stub->Normalize(&unary, message, &response);
       if (done(status)) break;
       absl::SleepFor(absl::Milliseconds(50));
     }
@@ -278,24 +282,34 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAgainstTheMemoryBudget) {
                   << " writes; normd's log:\n"
                   << server.log();
   } else {
-    // The stalled stream holds the admitted share: a unary call of the same size waits for room
-    // that never comes, and is refused saying why.
+    // The stream's 15 responses hold 15 MiB of memory and of payload. Were its messages still
+    // charged too (30 MiB), a unary call's 16 MiB reservation would not fit beside them: it would
+    // wait 10 s and be refused naming --max-memory-bytes. It fits, and the call is answered.
     grpc::ClientContext unary;
     unary.set_deadline(In(absl::Seconds(30)));
-    const grpc::Status refused = stub->Normalize(&unary, request, &response);
+    const absl::Time start = absl::Now();
+    const grpc::Status answered = unary_stub->Normalize(&unary, request, &response);
+    // EXPECT, not ASSERT: the stream and its writer thread are still to be taken down below.
+    EXPECT_TRUE(answered.ok()) << answered.error_message();
+    if (answered.ok()) EXPECT_EQ(CompareWithReference(request, response), "");
+    EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << "the call waited for room";
+    // The responses themselves stay charged: 6 MiB more payload does not fit beside them.
+    grpc::ClientContext refused_call;
+    refused_call.set_deadline(In(absl::Seconds(30)));
+    const grpc::Status refused = unary_stub->Normalize(&refused_call, larger, &response);
     EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
         << refused.error_message();
-    EXPECT_NE(refused.error_message().find("--max-memory-bytes"), std::string::npos)
+    EXPECT_NE(refused.error_message().find("--max-queue-bytes"), std::string::npos)
         << refused.error_message();
   }
   context.TryCancel();
   writer.join();
   call->Finish();
   EXPECT_EQ(WaitForNoInflight(server), 0);
-  // The stream is gone, and with it its charge: the same request is answered.
-  const grpc::Status answered = call_until([](const grpc::Status& s) { return s.ok(); });
+  // The stream is gone, and with it its charge: the larger request is answered.
+  const grpc::Status answered = call_until(larger, [](const grpc::Status& s) { return s.ok(); });
   ASSERT_TRUE(answered.ok()) << answered.error_message();
-  EXPECT_EQ(CompareWithReference(request, response), "");
+  EXPECT_EQ(CompareWithReference(larger, response), "");
 }
 
 // Runs only in a child copy of this binary (see ClientsThatVanishMidStreamAndMidBatch): streams and
