@@ -268,21 +268,23 @@ int RunServer(int argc, char** argv) {
   const MemoryPlan memory_plan = PlanMemory(config->max_memory_bytes, config->grpc_resource_quota);
   Scheduler scheduler(std::move(backend->workers), config->max_queue_bytes, &metrics,
                       config->fill_first_rows, memory_plan.admitted_bytes);
+  // A message of up to --max-request-bytes and a response as large: what a Normalize call, or a
+  // stream's next message, may need before its size is known (a residual_out makes the response
+  // larger; its excess is charged when the message is read, or refused if it does not fit).
+  const int64_t read_reservation_bytes =
+      memory_plan.admitted_bytes > 0
+          ? std::min(2 * config->max_request_bytes, memory_plan.admitted_bytes)
+          : 0;
   // Under a budget normd reads a Normalize call's message only once the budget has room, through
   // gRPC's generic API; without one gRPC reads it whole, which costs one read less per call.
   options.normalize_generic = memory_plan.admitted_bytes > 0;
+  options.stream_read_reservation_bytes = read_reservation_bytes;
   NormalizerService service(scheduler, weights, options, &metrics);
   NormalizeCallOptions call_options;
   call_options.limits = options.limits;
   call_options.regions = options.regions;
   call_options.metrics = &metrics;
-  // A message of up to --max-request-bytes and a response as large: what a Normalize call may need
-  // before its size is known (a residual_out makes the response larger; its excess is charged when
-  // the message is read, or refused if it does not fit).
-  call_options.read_reservation_bytes =
-      memory_plan.admitted_bytes > 0
-          ? std::min(2 * config->max_request_bytes, memory_plan.admitted_bytes)
-          : 0;
+  call_options.read_reservation_bytes = read_reservation_bytes;
   NormalizeGenericService generic_service(scheduler, weights, call_options);
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -3,12 +3,13 @@
 // (--max-pinned-bytes), which the CUDA backend holds apart from it.
 //
 // What normd holds for a request, and what bounds each part under a budget M:
-//   - being read: a Normalize call reserves room in the admitted share (below) before normd asks
-//     gRPC for its message, and waits for it (server/rpc/normalize_call_reactor.h), so what gRPC
-//     holds for a waiting call is its HTTP/2 stream window. A NormalizeStream's next message is
-//     read without waiting: per stream --max-request-bytes bounds it, across streams only gRPC's
-//     resource quota does (--grpc-resource-quota: sized M / 2, it counts what the transport reads,
-//     and the bytes normd keeps of admitted requests); but gRPC 1.51 enforces it by sending GOAWAY
+//   - being read: a Normalize call, and a NormalizeStream before each of its messages, reserves
+//     room in the admitted share (below) before normd asks gRPC for the message, and waits for it
+//     (server/rpc/normalize_call_reactor.h, normalize_stream_reactor.h), so what gRPC holds for a
+//     waiting call is its HTTP/2 stream window; a stream also stays charged for the window gRPC
+//     granted its next message while the last one arrived. gRPC's own resource quota
+//     (--grpc-resource-quota: sized M / 2, it counts what the transport reads, and the bytes normd
+//     keeps of admitted requests) is a second bound; but gRPC 1.51 enforces it by sending GOAWAY
 //     and cancelling streams with ENHANCE_YOUR_CALM, requests that normd had accepted among them,
 //     so it is the operator's choice, off by default.
 //   - admitted (queued, computing, or answered and waiting for gRPC to send the response): each

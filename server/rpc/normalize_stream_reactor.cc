@@ -1,5 +1,6 @@
 #include "server/rpc/normalize_stream_reactor.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@ namespace normd {
 NormalizeStreamReactor::NormalizeStreamReactor(grpc::CallbackServerContext* context,
                                                Scheduler& scheduler, WeightRegistry& weights,
                                                ValidationLimits limits, int max_inflight,
+                                               int64_t read_reservation_bytes,
                                                ServerMetrics* metrics,
                                                const RegionRegistry* regions)
     : context_(context),
@@ -19,9 +21,22 @@ NormalizeStreamReactor::NormalizeStreamReactor(grpc::CallbackServerContext* cont
       weights_(weights),
       limits_(limits),
       max_inflight_(static_cast<size_t>(std::max(max_inflight, 1))),
+      read_reservation_bytes_(read_reservation_bytes),
       metrics_(metrics),
       regions_(regions) {
   Pump();
+}
+
+NormalizeStreamReactor::~NormalizeStreamReactor() {
+  // gRPC's last callback has run (OnDone): no read is outstanding and no wait is queued, but a
+  // reservation taken for a read that never started may remain.
+  int64_t unused = 0;
+  {
+    normd::MutexLock lock(&mu_);
+    unused = std::exchange(read_reserved_, 0) + std::exchange(window_credit_, 0);
+    if (reading_ != nullptr) unused += std::exchange(reading_->read_reservation, 0);
+  }
+  if (unused > 0) scheduler_.memory_gate().Release(unused);
 }
 
 absl::Status NormalizeStreamReactor::StreamError(const Slot& slot,
@@ -33,6 +48,7 @@ absl::Status NormalizeStreamReactor::StreamError(const Slot& slot,
 void NormalizeStreamReactor::OnReadDone(bool ok) {
   TakenBackFromLibrary(this);
   Slot* admitted = nullptr;
+  int64_t unused_reservation = 0;
   {
     normd::MutexLock lock(&mu_);
     read_outstanding_ = false;
@@ -50,8 +66,10 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
       slots_.push_back(std::move(slot));
     } else {
       reads_done_ = true;  // the client half-closed (or the call is gone, or the stream failed)
+      unused_reservation = slot->read_reservation;
     }
   }
+  if (unused_reservation > 0) scheduler_.memory_gate().Release(unused_reservation);
   if (admitted != nullptr) {
     admitted->received_bytes = static_cast<int64_t>(admitted->raw_request.Length());
     admitted->parsed = admitted->request->Parse(admitted->raw_request);
@@ -64,10 +82,12 @@ void NormalizeStreamReactor::OnReadDone(bool ok) {
 }
 
 void NormalizeStreamReactor::Admit(Slot* raw) {
+  const int64_t reserved = std::exchange(raw->read_reservation, 0);
   absl::StatusOr<ValidatedRequest> validated =
       raw->parsed.ok() ? ValidateReceived(*raw->request, *context_, limits_, weights_, regions_)
                        : raw->parsed;
   if (!validated.ok()) {
+    if (reserved > 0) scheduler_.memory_gate().Release(reserved);
     if (metrics_ != nullptr)
       metrics_->RequestDone("NormalizeStream", validated.status(), absl::Now() - raw->received);
     DropRequest(raw);
@@ -81,12 +101,32 @@ void NormalizeStreamReactor::Admit(Slot* raw) {
       MakeWorkItem(raw->request->message(), *std::move(validated), *raw->response, *context_);
   // The message is charged until the request is computed (DropRequest frees it then), the
   // response until it has been written (the slot goes), like a unary call's: a client that sends
-  // and never reads holds its responses in normd's memory.
+  // and never reads holds its responses in normd's memory. Under a budget the read's reservation
+  // becomes that charge, held by the slot (so not by the scheduler: memory_bytes 0); without one
+  // the scheduler charges it on admission.
+  const int64_t charge = raw->received_bytes + item->response_bytes();
+  if (reserved > 0) {
+    // gRPC grants the window for the next message while this one arrives, so the client may have
+    // sent up to as much again before normd asks for it: that stays charged to the stream until
+    // its next read holds a reservation (as far as this one leaves room for it).
+    const int64_t credit = std::clamp(reserved - charge, int64_t{0}, raw->received_bytes);
+    if (absl::Status resized = scheduler_.memory_gate().Resize(reserved, charge + credit);
+        !resized.ok()) {
+      scheduler_.memory_gate().Release(reserved);
+      DropRequest(raw);
+      CompleteSlot(raw, resized);
+      return;
+    }
+    // Added: the next read may already have started from another thread (and its message been
+    // admitted); the credits then go back together when the read after it starts.
+    normd::MutexLock lock(&mu_);
+    window_credit_ += credit;
+  }
   item->hold_bytes_until_released = true;
-  item->memory_bytes = raw->received_bytes + item->response_bytes();
+  item->memory_bytes = reserved > 0 ? 0 : charge;
   raw->hold.scheduler = &scheduler_;
   raw->hold.bytes = item->admission_bytes();
-  raw->hold.memory_bytes = item->memory_bytes;
+  raw->hold.memory_bytes = charge;
   raw->hold.message_bytes = raw->received_bytes;
   const TensorMemory transport = item->request.transport();
   item->on_done = [this, raw, transport](const absl::Status& status, const LaunchReport& report) {
@@ -98,7 +138,10 @@ void NormalizeStreamReactor::Admit(Slot* raw) {
     CompleteSlot(raw, status);
   };
   if (absl::Status admitted = scheduler_.Submit(std::move(item)); !admitted.ok()) {
-    raw->hold.scheduler = nullptr;  // nothing was charged
+    // The scheduler charged nothing; the memory charge converted from the reservation stays the
+    // slot's to give back.
+    raw->hold.bytes = 0;
+    if (reserved == 0) raw->hold.scheduler = nullptr;
     DropRequest(raw);
     CompleteSlot(raw, admitted);
   }
@@ -130,17 +173,57 @@ void NormalizeStreamReactor::DropRequest(Slot* slot) {
 
 void NormalizeStreamReactor::OnWriteDone(bool ok) {
   TakenBackFromLibrary(this);
+  std::unique_ptr<Slot> written;  // given back outside mu_ (see the header)
   {
     normd::MutexLock lock(&mu_);
     write_outstanding_ = false;
+    written = std::move(slots_.front());
     slots_.pop_front();
     if (!ok && stream_status_.ok()) {
       stream_status_ = absl::CancelledError("the client stopped reading responses");
       reads_done_ = true;
     }
   }
+  written.reset();
   Pump();
   HandingToLibrary(this);  // gRPC calls OnDone only after this callback returns
+}
+
+void NormalizeStreamReactor::OnCancel() {
+  TakenBackFromLibrary(this);
+  bool stop_waiting = false;
+  {
+    normd::MutexLock lock(&mu_);
+    // A read outstanding or a write ends with ok = false and takes it from there; a stream waiting
+    // for room has neither, so nothing else would end it.
+    if (waiting_for_room_ && !reads_done_) {
+      reads_done_ = true;
+      read_refusal_ = absl::CancelledError(
+          "the stream was cancelled while it waited for room under --max-memory-bytes");
+      stop_waiting = true;
+    }
+  }
+  if (stop_waiting) Pump();
+  HandingToLibrary(this);
+}
+
+void NormalizeStreamReactor::OnReadRoom(const absl::Status& status) {
+  {
+    normd::MutexLock lock(&mu_);
+    waiting_for_room_ = false;
+    room_ticket_ = MemoryGate::kGranted;
+    if (status.ok()) {
+      read_reserved_ = read_reservation_bytes_;
+    } else if (!reads_done_) {
+      reads_done_ = true;
+      read_refusal_ = absl::Status(
+          status.code(),
+          absl::StrCat("stream message ", next_index_, ": ", status.message(),
+                       " (a stream reserves ", read_reservation_bytes_,
+                       " bytes, twice --max-request-bytes, before reading a message)"));
+    }
+  }
+  Pump();
 }
 
 void NormalizeStreamReactor::Pump() {
@@ -163,33 +246,74 @@ NormalizeStreamReactor::Next NormalizeStreamReactor::DecideLocked() {
       reads_done_ = true;
     }
     if (!stream_status_.ok()) {
+      next.dropped.push_back(std::move(slots_.front()));
       slots_.pop_front();
       continue;
     }
     write_outstanding_ = true;
     next.write = &front.raw_response;
   }
-  if (!read_outstanding_ && !reads_done_ && slots_.size() < max_inflight_) {
-    read_outstanding_ = true;
-    reading_ = std::make_unique<Slot>();
-    next.read = &reading_->raw_request;
+  if (!read_outstanding_ && !reads_done_ && !waiting_for_room_ && slots_.size() < max_inflight_) {
+    if (read_reservation_bytes_ > 0 && read_reserved_ == 0) {
+      // Wait never calls back inline, and a grant from another thread waits for mu_.
+      const MemoryGate::Ticket ticket =
+          scheduler_.memory_gate().Wait(read_reservation_bytes_, absl::Now(),
+                                        [this](const absl::Status& status) { OnReadRoom(status); });
+      if (ticket == MemoryGate::kGranted) {
+        read_reserved_ = read_reservation_bytes_;
+      } else {
+        waiting_for_room_ = true;
+        room_ticket_ = ticket;
+      }
+    }
+    if (read_reservation_bytes_ == 0 || read_reserved_ > 0) {
+      read_outstanding_ = true;
+      reading_ = std::make_unique<Slot>();
+      reading_->read_reservation = std::exchange(read_reserved_, 0);
+      next.release_bytes = std::exchange(window_credit_, 0);  // the reservation covers it now
+      next.read = &reading_->raw_request;
+    }
+  }
+  if (reads_done_) {
+    next.release_bytes += std::exchange(read_reserved_, 0);
+    if (waiting_for_room_) next.cancel_wait = room_ticket_;
   }
   // After an error the stream ends without waiting for the client's next message: a read still
-  // outstanding then completes with ok = false, before gRPC calls OnDone.
+  // outstanding then completes with ok = false, before gRPC calls OnDone. A wait for room must
+  // end first (granted, expired or cancelled).
   if (reads_done_ && (!read_outstanding_ || !stream_status_.ok()) && !write_outstanding_ &&
-      slots_.empty()) {
+      !waiting_for_room_ && slots_.empty()) {
     finished_ = true;
     next.finish = true;
-    next.finish_status = ToGrpcStatus(stream_status_);
+    next.finish_status = ToGrpcStatus(stream_status_.ok() ? read_refusal_ : stream_status_);
   }
   return next;
 }
 
-void NormalizeStreamReactor::Act(const Next& next) {
+void NormalizeStreamReactor::Act(Next& next) {
+  // Memory first, outside mu_ and while the stream is still alive (before Finish).
+  next.dropped.clear();
+  if (next.release_bytes > 0) scheduler_.memory_gate().Release(next.release_bytes);
   if (next.write != nullptr || next.read != nullptr || next.finish) HandingToLibrary(this);
   if (next.write != nullptr) StartWrite(next.write);
   if (next.read != nullptr) StartRead(next.read);
-  if (next.finish) Finish(next.finish_status);
+  if (next.finish) {
+    Finish(next.finish_status);  // gRPC may now destroy the reactor: nothing follows
+    return;
+  }
+  // Left the gate's queue: nothing will call back, so decide again (the stream may now finish).
+  // Not left: the gate has granted or expired the wait, and its callback decides.
+  if (next.cancel_wait != MemoryGate::kGranted &&
+      scheduler_.memory_gate().Cancel(next.cancel_wait)) {
+    Next after;
+    {
+      normd::MutexLock lock(&mu_);
+      waiting_for_room_ = false;
+      room_ticket_ = MemoryGate::kGranted;
+      after = DecideLocked();
+    }
+    Act(after);
+  }
 }
 
 }  // namespace normd

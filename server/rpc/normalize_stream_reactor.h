@@ -9,8 +9,18 @@
 // with INVALID_ARGUMENT instead of passing for the client's half-close, and takes each response's
 // bytes (ResponseWire) once it is computed.
 //
-// Threads: gRPC calls OnReadDone/OnWriteDone, and workers complete requests, from any thread. All
-// state is guarded by mu_. gRPC calls (StartRead, StartWrite, Finish) are made outside the lock,
+// Under --max-memory-bytes (`read_reservation_bytes` > 0) the stream reserves room in the memory
+// gate before each read, as a Normalize call does (normalize_call_reactor.h): gRPC takes in a
+// message as large as the client sends once normd asks for it, so a read outstanding on each of n
+// streams could otherwise make gRPC hold n messages outside the budget. A stream waiting for room
+// keeps its client's bytes on the client's side (HTTP/2 flow control); once read, the reservation
+// becomes the request's charge (message plus response). A stream that waits longer than the gate
+// allows ends with RESOURCE_EXHAUSTED, after the responses to its earlier messages.
+//
+// Threads: gRPC calls OnReadDone/OnWriteDone/OnCancel, workers complete requests, and the memory
+// gate grants room, from any thread. All state is guarded by mu_. Memory is never given back to
+// the gate under mu_: that can grant another stream's wait, whose callback takes that stream's
+// lock. gRPC calls (StartRead, StartWrite, Finish) are made outside the lock,
 // and only after the decision to make them was recorded under it (a flag set, a slot kept), so that
 // Finish, which lets gRPC destroy the reactor, can only happen once nothing else will touch it.
 #ifndef NORMD_SERVER_RPC_NORMALIZE_STREAM_REACTOR_H_
@@ -22,6 +32,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -33,6 +44,7 @@
 #include "server/rpc/request_wire.h"
 #include "server/rpc/response_wire.h"
 #include "server/rpc/weight_registry.h"
+#include "server/scheduling/memory_gate.h"
 #include "server/scheduling/scheduler.h"
 
 namespace normd {
@@ -40,12 +52,17 @@ namespace normd {
 class NormalizeStreamReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
+  // `read_reservation_bytes`: what the stream reserves in the scheduler's memory gate before each
+  // read; 0 reads without a reservation (no budget).
   NormalizeStreamReactor(grpc::CallbackServerContext* context, Scheduler& scheduler,
                          WeightRegistry& weights, ValidationLimits limits, int max_inflight,
-                         ServerMetrics* metrics, const RegionRegistry* regions = nullptr);
+                         int64_t read_reservation_bytes, ServerMetrics* metrics,
+                         const RegionRegistry* regions = nullptr);
+  ~NormalizeStreamReactor() override;
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
+  void OnCancel() override;
   void OnDone() override {
     TakenBackFromLibrary(
         this);  // gRPC's last callback: what every thread did before Finish is visible
@@ -86,6 +103,7 @@ class NormalizeStreamReactor final
     int64_t index = 0;
     absl::Time received;
     int64_t received_bytes = 0;    // the message's size as read
+    int64_t read_reservation = 0;  // held in the gate for this read, until Admit converts it
     std::string request_id;        // kept for StreamError once `request` is gone
     grpc::ByteBuffer raw_request;  // as read; parsed into `request`
     absl::Status parsed;           // why raw_request is not a NormalizeRequest, if it is not
@@ -104,6 +122,11 @@ class NormalizeStreamReactor final
     grpc::ByteBuffer* read = nullptr;
     bool finish = false;
     grpc::Status finish_status;
+    // Given back to the gate outside mu_, before a Finish: slots of a failed stream, and a read
+    // reservation no read will use.
+    std::vector<std::unique_ptr<Slot>> dropped;
+    int64_t release_bytes = 0;
+    MemoryGate::Ticket cancel_wait = MemoryGate::kGranted;  // a wait in the gate to leave
   };
 
   // Decides under the lock what to do next (write, read, finish) and does it outside the lock.
@@ -111,7 +134,9 @@ class NormalizeStreamReactor final
   // thread must decide in the same critical section as its own update (CompleteSlot).
   void Pump();
   Next DecideLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Act(const Next& next);
+  void Act(Next& next);
+  // The gate granted the room a read waits for (OK) or gave up waiting (the error).
+  void OnReadRoom(const absl::Status& status);
   void Admit(Slot* slot);  // a slot already in slots_, not yet done
   void CompleteSlot(Slot* slot, const absl::Status& status);
   // Frees the slot's request and response objects and gives back its message's memory charge:
@@ -124,8 +149,9 @@ class NormalizeStreamReactor final
   WeightRegistry& weights_;
   const ValidationLimits limits_;
   const size_t max_inflight_;
-  ServerMetrics* const metrics_;         // may be null
-  const RegionRegistry* const regions_;  // null when shared memory is off
+  const int64_t read_reservation_bytes_;  // 0: reads reserve nothing
+  ServerMetrics* const metrics_;          // may be null
+  const RegionRegistry* const regions_;   // null when shared memory is off
 
   normd::Mutex mu_;
   std::deque<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);  // front: next response to write
@@ -137,6 +163,18 @@ class NormalizeStreamReactor final
       false;  // half-closed by the client, or stopped by an error
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status stream_status_ ABSL_GUARDED_BY(mu_);  // the first error: how the stream ends
+  // Room for the next read: held (bytes), or waited for in the gate (the ticket). While the stream
+  // waits it does not finish: the gate's callback will touch it.
+  int64_t read_reserved_ ABSL_GUARDED_BY(mu_) = 0;
+  bool waiting_for_room_ ABSL_GUARDED_BY(mu_) = false;
+  // What the client may have sent of its next message before normd asks for it (the window gRPC
+  // granted while the last message arrived), charged until the next read's reservation covers it
+  // or the stream goes.
+  int64_t window_credit_ ABSL_GUARDED_BY(mu_) = 0;
+  MemoryGate::Ticket room_ticket_ ABSL_GUARDED_BY(mu_) = MemoryGate::kGranted;
+  // Why reads stopped without a message failing (the wait for room ran out, or the call was
+  // cancelled while waiting): how the stream ends once every earlier response is written.
+  absl::Status read_refusal_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace normd

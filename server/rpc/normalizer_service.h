@@ -9,6 +9,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
+
 #include "normd/v1/normd.grpc.pb.h"
 #include "server/observability/metrics.h"
 #include "server/regions/region_registry.h"
@@ -21,7 +23,10 @@ namespace normd {
 struct ServiceOptions {
   ValidationLimits limits;
   int stream_max_inflight = 64;  // requests of one stream read ahead of their responses
-  normd::v1::ServerInfo info;    // what GetServerInfo answers
+  // Under --max-memory-bytes, what a NormalizeStream reserves in the memory gate before it reads
+  // its next message (as a Normalize call does: normalize_call_reactor.h); 0 reads without one.
+  int64_t stream_read_reservation_bytes = 0;
+  normd::v1::ServerInfo info;  // what GetServerInfo answers
   // Shared memory's regions; null when --shared-memory is off. Must outlive the service.
   RegionRegistry* regions = nullptr;
   // Normalize is left to the generic service (normalize_generic_service.h), which reads a call's

@@ -8,11 +8,14 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -236,7 +239,7 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAndTheirMessagesDoNot) {
   // 64 MiB: requests and responses admitted up to 32 MiB, payloads queued up to 16 MiB, a unary
   // call's wait for room a reservation of 16 MiB (twice --max-request-bytes, lowered to 8 MiB).
   // Each 1 MiB request (64 x 4096 float32) has a 1 MiB response and 1 MiB of payload.
-  constexpr int kStreamSlots = 15;
+  constexpr int kStreamSlots = 12;
   ASSERT_TRUE(server
                   .Start({"--backend=cpu", "--max-memory-bytes=67108864",
                           absl::StrCat("--stream-max-inflight=", kStreamSlots)})
@@ -282,9 +285,11 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAndTheirMessagesDoNot) {
                   << " writes; normd's log:\n"
                   << server.log();
   } else {
-    // The stream's 15 responses hold 15 MiB of memory and of payload. Were its messages still
-    // charged too (30 MiB), a unary call's 16 MiB reservation would not fit beside them: it would
-    // wait 10 s and be refused naming --max-memory-bytes. It fits, and the call is answered.
+    // The stream's 12 responses hold 12 MiB of memory and of payload, and the window gRPC granted
+    // for its next message 1 MiB more (with room left for the stream's own next read, 16 MiB, so
+    // that the stream never waits in the gate ahead of the call). Were its messages still charged
+    // too (25 MiB), a unary call's 16 MiB reservation would not fit beside them: it would wait
+    // 10 s and be refused naming --max-memory-bytes. It fits, and the call is answered.
     grpc::ClientContext unary;
     unary.set_deadline(In(absl::Seconds(30)));
     const absl::Time start = absl::Now();
@@ -310,6 +315,155 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAndTheirMessagesDoNot) {
   const grpc::Status answered = call_until(larger, [](const grpc::Status& s) { return s.ok(); });
   ASSERT_TRUE(answered.ok()) << answered.error_message();
   EXPECT_EQ(CompareWithReference(larger, response), "");
+}
+
+// A NormalizeStream that writes and never reads, on each of 40 connections, with 6 MiB messages:
+// under --max-memory-bytes a stream reads its next message only once it holds room for it (twice
+// --max-request-bytes, 16 MiB here), so the streams wait for room with their messages on the
+// clients' side, and those that wait past the gate's 10 s are refused naming the flags. (At this
+// scale normd also stayed within the bound before stream reads waited; 1,000 connections did not:
+// tests/soak/overload_memory.py, scenario b.)
+TEST(HostileStreamTest, NeverReadingStreamsOnManyConnectionsStayWithinTheBudget) {
+  NormdProcess server;
+  constexpr int64_t kBudget = int64_t{64} << 20;
+  ASSERT_TRUE(server.Start({"--backend=cpu", absl::StrCat("--max-memory-bytes=", kBudget)}).ok())
+      << server.log();
+  std::mt19937 rng(11);
+  const NormalizeRequest request = MakeRequest(DType::kFloat32, 384, 4096, false, rng);  // 6 MiB
+  constexpr int kConnections = 40;
+  struct Silent {
+    std::unique_ptr<normd::v1::Normalizer::Stub> stub;
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReaderWriter<NormalizeRequest, NormalizeResponse>> call;
+    std::atomic<bool> ended{false};  // Write failed: normd ended the stream
+  };
+  std::vector<std::unique_ptr<Silent>> streams;
+  std::vector<std::thread> writers;
+  const int64_t rss_before = server.ResidentBytes();
+  for (int i = 0; i < kConnections; ++i) {
+    auto stream = std::make_unique<Silent>();
+    stream->stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+    stream->call = stream->stub->NormalizeStream(&stream->context);
+    Silent* raw = stream.get();
+    writers.emplace_back([raw, &request] {
+      for (int m = 0; m < 4; ++m) {
+        if (!raw->call->Write(request)) {
+          raw->ended.store(true);
+          return;
+        }
+      }
+    });
+    streams.push_back(std::move(stream));
+  }
+  // Twelve seconds of the attack, sampling normd's memory: past the gate's 10 s wait.
+  int64_t peak = rss_before;
+  for (const absl::Time end = absl::Now() + absl::Seconds(12); absl::Now() < end;) {
+    peak = std::max(peak, server.ResidentBytes());
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  int ended = 0;
+  for (const auto& stream : streams) ended += stream->ended.load() ? 1 : 0;
+  std::printf(
+      "[figure] %d never-reading streams of 6 MiB messages, --max-memory-bytes=64 MiB: server RSS "
+      "+%.1f MiB at peak, %d streams ended by normd\n",
+      kConnections, static_cast<double>(peak - rss_before) / (1 << 20), ended);
+  // The budget plus 64 MiB: taking in one message per stream would add 240 MiB.
+  if (!kSanitizedBuild) EXPECT_LT(peak - rss_before, kBudget + (int64_t{64} << 20));
+  // The streams normd ended first (their status is read before any cancellation), then the rest.
+  int refused_waiting = 0;
+  auto finish = [&](Silent& stream) {
+    const grpc::Status status = stream.call->Finish();
+    // Refused, or cancelled here (a stream whose unread responses keep it open).
+    EXPECT_TRUE(status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+                status.error_code() == grpc::StatusCode::CANCELLED)
+        << status.error_code() << " " << status.error_message();
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+        status.error_message().find("--max-request-bytes") != std::string::npos) {
+      ++refused_waiting;
+    }
+  };
+  for (int i = 0; i < kConnections; ++i) {
+    if (!streams[i]->ended.load()) continue;
+    writers[i].join();
+    finish(*streams[i]);
+  }
+  for (int i = 0; i < kConnections; ++i) {
+    if (!writers[i].joinable()) continue;
+    streams[i]->context.TryCancel();
+    writers[i].join();
+    finish(*streams[i]);
+  }
+  // Two streams' responses and windows fill the 32 MiB admitted share; the others wait and are
+  // refused.
+  EXPECT_GE(refused_waiting, kConnections / 2) << ended << " streams ended during the attack";
+  EXPECT_EQ(WaitForNoInflight(server), 0);
+  // Every charge came back: the 6 MiB request, whose read needs 16 MiB of the 32 MiB admitted
+  // share, is answered.
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  NormalizeResponse response;
+  grpc::Status answered;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    grpc::ClientContext unary;
+    unary.set_deadline(In(absl::Seconds(30)));
+    answered = stub->Normalize(&unary, request, &response);
+    if (answered.ok()) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_TRUE(answered.ok()) << answered.error_message();
+  EXPECT_EQ(CompareWithReference(request, response), "");
+}
+
+// What the bound costs: a stream waiting for its client's next message holds its read's
+// reservation. Two streams that send nothing hold the whole admitted share of a 64 MiB budget
+// (2 x 16 MiB), so a third stream waits for room, and is refused after the gate's 10 s, naming the
+// flags; a stream cancelled while it waits leaves the queue; once the idle streams close, streams
+// are served again.
+TEST(HostileStreamTest, IdleStreamsHoldTheirReadRoomAndOthersWaitThenAreRefused) {
+  NormdProcess server;
+  ASSERT_TRUE(server.Start({"--backend=cpu", "--max-memory-bytes=67108864"}).ok()) << server.log();
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  std::mt19937 rng(13);
+  const NormalizeRequest request = MakeRequest(DType::kFloat32, 4, 1024, false, rng);
+  grpc::ClientContext idle_context[2];
+  std::unique_ptr<grpc::ClientReaderWriter<NormalizeRequest, NormalizeResponse>> idle[2];
+  for (int i = 0; i < 2; ++i) idle[i] = stub->NormalizeStream(&idle_context[i]);
+  absl::SleepFor(absl::Milliseconds(500));  // both are open and hold their reservations
+  // A stream cancelled while it waits, and one that waits until the gate gives up.
+  grpc::ClientContext cancelled_context;
+  auto cancelled = stub->NormalizeStream(&cancelled_context);
+  grpc::ClientContext waiting_context;
+  const absl::Time start = absl::Now();
+  auto waiting = stub->NormalizeStream(&waiting_context);
+  EXPECT_TRUE(waiting->Write(request));  // a small message passes the 64 KiB window
+  absl::SleepFor(absl::Seconds(1));
+  cancelled_context.TryCancel();
+  EXPECT_EQ(cancelled->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  NormalizeResponse response;
+  EXPECT_FALSE(waiting->Read(&response)) << "answered while two idle streams hold the budget";
+  const grpc::Status refused = waiting->Finish();
+  const absl::Duration waited = absl::Now() - start;
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  for (const char* part : {"stream message 0", "--max-memory-bytes", "--max-request-bytes"}) {
+    EXPECT_NE(refused.error_message().find(part), std::string::npos)
+        << part << " not in: " << refused.error_message();
+  }
+  EXPECT_GE(waited, absl::Seconds(9)) << "refused before the gate's wait ran out";
+  EXPECT_LT(waited, absl::Seconds(20));
+  // The idle streams half-close: their reads end, their room comes back, and streams are served.
+  for (int i = 0; i < 2; ++i) {
+    idle[i]->WritesDone();
+    EXPECT_TRUE(idle[i]->Finish().ok());
+  }
+  grpc::ClientContext served_context;
+  served_context.set_deadline(In(absl::Seconds(5)));
+  auto served = stub->NormalizeStream(&served_context);
+  ASSERT_TRUE(served->Write(request));
+  served->WritesDone();
+  ASSERT_TRUE(served->Read(&response));
+  EXPECT_EQ(CompareWithReference(request, response), "");
+  const grpc::Status ok = served->Finish();
+  EXPECT_TRUE(ok.ok()) << ok.error_message();
+  EXPECT_EQ(WaitForNoInflight(server), 0);
 }
 
 // Runs only in a child copy of this binary (see ClientsThatVanishMidStreamAndMidBatch): streams and
