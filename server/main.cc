@@ -32,6 +32,7 @@
 #include "server/regions/region_registry.h"
 #include "server/rpc/normalize_generic_service.h"
 #include "server/rpc/normalizer_service.h"
+#include "server/rpc/stall_watch.h"
 #include "server/rpc/unix_listener.h"
 #include "server/rpc/weight_registry.h"
 #include "server/scheduling/scheduler.h"
@@ -110,11 +111,12 @@ sigset_t BlockStopSignals() {
 }
 
 // Waits for SIGINT or SIGTERM and returns it. Meanwhile, once a second, ends the waits in the
-// memory gate that have lasted too long (a call waits at most that long past the gate's limit), and
+// memory gate that have lasted too long (a call waits at most that long past the gate's limit) and
+// cancels the streams whose response write has stalled (so both take up to a second longer), and
 // reflects the workers' health: a worker that hit an unrecoverable device error is out of rotation
 // (the scheduler skips it); when none is left, normd reports NOT_SERVING so that load balancers and
 // Kubernetes take it out too.
-int WaitForStopSignal(const sigset_t& stop_signals, Scheduler& scheduler,
+int WaitForStopSignal(const sigset_t& stop_signals, Scheduler& scheduler, StallWatch* stall_watch,
                       grpc::HealthCheckServiceInterface& health, ServerMetrics& metrics) {
   std::vector<bool> counted_failed(scheduler.workers().size(), false);
   size_t failed = 0;
@@ -123,6 +125,7 @@ int WaitForStopSignal(const sigset_t& stop_signals, Scheduler& scheduler,
     const int signal_number = sigtimedwait(&stop_signals, nullptr, &tick);
     if (signal_number > 0) return signal_number;
     scheduler.memory_gate().ExpireDue(absl::Now());
+    if (stall_watch != nullptr) stall_watch->ExpireDue(absl::Now());
     for (size_t w = 0; w < scheduler.workers().size(); ++w) {
       const Worker& worker = *scheduler.workers()[w];
       if (worker.healthy() || counted_failed[w]) continue;
@@ -279,6 +282,13 @@ int RunServer(int argc, char** argv) {
   // gRPC's generic API; without one gRPC reads it whole, which costs one read less per call.
   options.normalize_generic = memory_plan.admitted_bytes > 0;
   options.stream_read_reservation_bytes = read_reservation_bytes;
+  // Under a budget a stream whose client stopped reading would hold its responses' charge for as
+  // long as it stays open; past --stream-stall-timeout it is cancelled instead.
+  std::unique_ptr<StallWatch> stall_watch;
+  if (memory_plan.admitted_bytes > 0 && config->stream_stall_timeout > absl::ZeroDuration()) {
+    stall_watch = std::make_unique<StallWatch>(config->stream_stall_timeout);
+  }
+  options.stream_stall_watch = stall_watch.get();
   NormalizerService service(scheduler, weights, options, &metrics);
   NormalizeCallOptions call_options;
   call_options.limits = options.limits;
@@ -376,7 +386,8 @@ int RunServer(int argc, char** argv) {
     metrics.workers("ready", worker->executor().device()).Increment();
   Log(LogLevel::kInfo, "normd serving");
 
-  const int signal_number = WaitForStopSignal(stop_signals, scheduler, *health, metrics);
+  const int signal_number =
+      WaitForStopSignal(stop_signals, scheduler, stall_watch.get(), *health, metrics);
   Log(LogLevel::kInfo, "normd: signal ", signal_number, ", draining (up to ",
       absl::FormatDuration(config->drain_timeout), ")");
   health->SetServingStatus(false);

@@ -68,6 +68,7 @@ struct ServerConfig {
   bool grpc_resource_quota = false;  // with max_memory_bytes: gRPC's quota (memory_budget.h)
   bool response_pool_automatic = false;
   absl::Duration drain_timeout;
+  absl::Duration stream_stall_timeout;  // with max_memory_bytes; zero: never
   LogLevel log_level = LogLevel::kInfo;
   // Shared memory (docs/SHARED_MEMORY.md): the region kinds --shared-memory enables (both off by
   // default), their limits, and the Unix socket for local clients ("" = none).

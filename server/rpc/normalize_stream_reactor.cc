@@ -14,7 +14,7 @@ NormalizeStreamReactor::NormalizeStreamReactor(grpc::CallbackServerContext* cont
                                                Scheduler& scheduler, WeightRegistry& weights,
                                                ValidationLimits limits, int max_inflight,
                                                int64_t read_reservation_bytes,
-                                               ServerMetrics* metrics,
+                                               StallWatch* stall_watch, ServerMetrics* metrics,
                                                const RegionRegistry* regions)
     : context_(context),
       scheduler_(scheduler),
@@ -22,6 +22,7 @@ NormalizeStreamReactor::NormalizeStreamReactor(grpc::CallbackServerContext* cont
       limits_(limits),
       max_inflight_(static_cast<size_t>(std::max(max_inflight, 1))),
       read_reservation_bytes_(read_reservation_bytes),
+      stall_watch_(stall_watch),
       metrics_(metrics),
       regions_(regions) {
   Pump();
@@ -174,9 +175,11 @@ void NormalizeStreamReactor::DropRequest(Slot* slot) {
 void NormalizeStreamReactor::OnWriteDone(bool ok) {
   TakenBackFromLibrary(this);
   std::unique_ptr<Slot> written;  // given back outside mu_ (see the header)
+  StallWatch::Ticket watched = 0;
   {
     normd::MutexLock lock(&mu_);
     write_outstanding_ = false;
+    watched = std::exchange(stall_ticket_, 0);
     written = std::move(slots_.front());
     slots_.pop_front();
     if (!ok && stream_status_.ok()) {
@@ -185,8 +188,38 @@ void NormalizeStreamReactor::OnWriteDone(bool ok) {
     }
   }
   written.reset();
+  // Taken back: its callback will not run. Not: it runs (or ran), and accounts for itself.
+  if (watched != 0 && stall_watch_->Unwatch(watched)) {
+    normd::MutexLock lock(&mu_);
+    --stall_checks_pending_;
+  }
   Pump();
   HandingToLibrary(this);  // gRPC calls OnDone only after this callback returns
+}
+
+void NormalizeStreamReactor::OnWriteStalled(uint64_t write) {
+  bool cancel = false;
+  {
+    normd::MutexLock lock(&mu_);
+    // The watched write, still outstanding (not a later one that started as this one completed).
+    cancel = write_outstanding_ && writes_started_ == write && !finished_;
+    if (cancel && stream_status_.ok()) {
+      stream_status_ = absl::ResourceExhaustedError(absl::StrCat(
+          "the client read no response for ", absl::FormatDuration(stall_watch_->timeout()),
+          " while normd held ", slots_.size(),
+          " responses for it; the stream is cancelled (--stream-stall-timeout)"));
+      reads_done_ = true;
+    }
+  }
+  // The stream cannot finish meanwhile (this check is pending): the context is still there. The
+  // client is not reading, so no status could reach it; cancelling fails the outstanding write,
+  // and the stream then drops its responses and gives back their memory.
+  if (cancel) context_->TryCancel();
+  {
+    normd::MutexLock lock(&mu_);
+    --stall_checks_pending_;
+  }
+  Pump();
 }
 
 void NormalizeStreamReactor::OnCancel() {
@@ -252,6 +285,13 @@ NormalizeStreamReactor::Next NormalizeStreamReactor::DecideLocked() {
     }
     write_outstanding_ = true;
     next.write = &front.raw_response;
+    ++writes_started_;
+    if (stall_watch_ != nullptr) {
+      // Watch never calls back inline; the callback waits for mu_.
+      const uint64_t write = writes_started_;
+      stall_ticket_ = stall_watch_->Watch(absl::Now(), [this, write] { OnWriteStalled(write); });
+      ++stall_checks_pending_;
+    }
   }
   if (!read_outstanding_ && !reads_done_ && !waiting_for_room_ && slots_.size() < max_inflight_) {
     if (read_reservation_bytes_ > 0 && read_reserved_ == 0) {
@@ -282,7 +322,7 @@ NormalizeStreamReactor::Next NormalizeStreamReactor::DecideLocked() {
   // outstanding then completes with ok = false, before gRPC calls OnDone. A wait for room must
   // end first (granted, expired or cancelled).
   if (reads_done_ && (!read_outstanding_ || !stream_status_.ok()) && !write_outstanding_ &&
-      !waiting_for_room_ && slots_.empty()) {
+      !waiting_for_room_ && stall_checks_pending_ == 0 && slots_.empty()) {
     finished_ = true;
     next.finish = true;
     next.finish_status = ToGrpcStatus(stream_status_.ok() ? read_refusal_ : stream_status_);

@@ -15,7 +15,9 @@
 // streams could otherwise make gRPC hold n messages outside the budget. A stream waiting for room
 // keeps its client's bytes on the client's side (HTTP/2 flow control); once read, the reservation
 // becomes the request's charge (message plus response). A stream that waits longer than the gate
-// allows ends with RESOURCE_EXHAUSTED, after the responses to its earlier messages.
+// allows ends with RESOURCE_EXHAUSTED, after the responses to its earlier messages. With a stall
+// watch (stall_watch.h), a response write still outstanding after the watch's timeout (the client
+// has stopped reading) cancels the stream, which gives back the memory its unsent responses hold.
 //
 // Threads: gRPC calls OnReadDone/OnWriteDone/OnCancel, workers complete requests, and the memory
 // gate grants room, from any thread. All state is guarded by mu_. Memory is never given back to
@@ -43,6 +45,7 @@
 #include "server/rpc/request_validation.h"
 #include "server/rpc/request_wire.h"
 #include "server/rpc/response_wire.h"
+#include "server/rpc/stall_watch.h"
 #include "server/rpc/weight_registry.h"
 #include "server/scheduling/memory_gate.h"
 #include "server/scheduling/scheduler.h"
@@ -53,11 +56,12 @@ class NormalizeStreamReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // `read_reservation_bytes`: what the stream reserves in the scheduler's memory gate before each
-  // read; 0 reads without a reservation (no budget).
+  // read; 0 reads without a reservation (no budget). `stall_watch`: where response writes are
+  // watched for stalls; null watches none. Both must outlive the stream.
   NormalizeStreamReactor(grpc::CallbackServerContext* context, Scheduler& scheduler,
                          WeightRegistry& weights, ValidationLimits limits, int max_inflight,
-                         int64_t read_reservation_bytes, ServerMetrics* metrics,
-                         const RegionRegistry* regions = nullptr);
+                         int64_t read_reservation_bytes, StallWatch* stall_watch,
+                         ServerMetrics* metrics, const RegionRegistry* regions = nullptr);
   ~NormalizeStreamReactor() override;
 
   void OnReadDone(bool ok) override;
@@ -137,6 +141,8 @@ class NormalizeStreamReactor final
   void Act(Next& next);
   // The gate granted the room a read waits for (OK) or gave up waiting (the error).
   void OnReadRoom(const absl::Status& status);
+  // The stall watch found write number `write` still outstanding past its timeout.
+  void OnWriteStalled(uint64_t write);
   void Admit(Slot* slot);  // a slot already in slots_, not yet done
   void CompleteSlot(Slot* slot, const absl::Status& status);
   // Frees the slot's request and response objects and gives back its message's memory charge:
@@ -150,6 +156,7 @@ class NormalizeStreamReactor final
   const ValidationLimits limits_;
   const size_t max_inflight_;
   const int64_t read_reservation_bytes_;  // 0: reads reserve nothing
+  StallWatch* const stall_watch_;         // null: writes are not watched
   ServerMetrics* const metrics_;          // may be null
   const RegionRegistry* const regions_;   // null when shared memory is off
 
@@ -172,6 +179,12 @@ class NormalizeStreamReactor final
   // or the stream goes.
   int64_t window_credit_ ABSL_GUARDED_BY(mu_) = 0;
   MemoryGate::Ticket room_ticket_ ABSL_GUARDED_BY(mu_) = MemoryGate::kGranted;
+  // The outstanding write's watch (0: none), the writes started so far (the watched write's
+  // number), and the watches not yet taken back or run: the stream does not finish while a stall
+  // callback may still touch it.
+  StallWatch::Ticket stall_ticket_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t writes_started_ ABSL_GUARDED_BY(mu_) = 0;
+  int stall_checks_pending_ ABSL_GUARDED_BY(mu_) = 0;
   // Why reads stopped without a message failing (the wait for room ran out, or the call was
   // cancelled while waiting): how the stream ends once every earlier response is written.
   absl::Status read_refusal_ ABSL_GUARDED_BY(mu_);

@@ -134,9 +134,10 @@ grpc::ServerUnaryReactor* NormalizerService::Normalize(grpc::CallbackServerConte
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NormalizerService::NormalizeStream(
     grpc::CallbackServerContext* context) {
-  return new NormalizeStreamReactor(
-      context, scheduler_, weights_, options_.limits, options_.stream_max_inflight,
-      options_.stream_read_reservation_bytes, metrics_, options_.regions);
+  return new NormalizeStreamReactor(context, scheduler_, weights_, options_.limits,
+                                    options_.stream_max_inflight,
+                                    options_.stream_read_reservation_bytes,
+                                    options_.stream_stall_watch, metrics_, options_.regions);
 }
 
 grpc::ServerUnaryReactor* NormalizerService::RegisterWeight(

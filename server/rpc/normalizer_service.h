@@ -15,6 +15,7 @@
 #include "server/observability/metrics.h"
 #include "server/regions/region_registry.h"
 #include "server/rpc/request_validation.h"
+#include "server/rpc/stall_watch.h"
 #include "server/rpc/weight_registry.h"
 #include "server/scheduling/scheduler.h"
 
@@ -26,6 +27,9 @@ struct ServiceOptions {
   // Under --max-memory-bytes, what a NormalizeStream reserves in the memory gate before it reads
   // its next message (as a Normalize call does: normalize_call_reactor.h); 0 reads without one.
   int64_t stream_read_reservation_bytes = 0;
+  // Where NormalizeStream response writes are watched for stalls (--stream-stall-timeout); null
+  // watches none. Must outlive the service.
+  StallWatch* stream_stall_watch = nullptr;
   normd::v1::ServerInfo info;  // what GetServerInfo answers
   // Shared memory's regions; null when --shared-memory is off. Must outlive the service.
   RegionRegistry* regions = nullptr;

@@ -326,7 +326,12 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAndTheirMessagesDoNot) {
 TEST(HostileStreamTest, NeverReadingStreamsOnManyConnectionsStayWithinTheBudget) {
   NormdProcess server;
   constexpr int64_t kBudget = int64_t{64} << 20;
-  ASSERT_TRUE(server.Start({"--backend=cpu", absl::StrCat("--max-memory-bytes=", kBudget)}).ok())
+  // Without the stall timeout, which would cancel the streams holding responses meanwhile (a
+  // synchronous client cannot Finish such a stream without reading or cancelling it).
+  ASSERT_TRUE(server
+                  .Start({"--backend=cpu", absl::StrCat("--max-memory-bytes=", kBudget),
+                          "--stream-stall-timeout=0"})
+                  .ok())
       << server.log();
   std::mt19937 rng(11);
   const NormalizeRequest request = MakeRequest(DType::kFloat32, 384, 4096, false, rng);  // 6 MiB
@@ -463,6 +468,88 @@ TEST(HostileStreamTest, IdleStreamsHoldTheirReadRoomAndOthersWaitThenAreRefused)
   EXPECT_EQ(CompareWithReference(request, response), "");
   const grpc::Status ok = served->Finish();
   EXPECT_TRUE(ok.ok()) << ok.error_message();
+  EXPECT_EQ(WaitForNoInflight(server), 0);
+}
+
+// A stream whose client stops reading holds its unsent responses, and under a budget their charge;
+// past --stream-stall-timeout normd cancels it and the charge comes back, while a client that reads
+// slowly (a response every 300 ms, within the timeout) keeps its stream.
+TEST(HostileStreamTest, AStreamWhoseClientStopsReadingIsCancelledAfterTheStallTimeout) {
+  NormdProcess server;
+  // 64 MiB: payloads queued up to 16 MiB; 12 unsent 1 MiB responses leave no room for 6 MiB more.
+  ASSERT_TRUE(server
+                  .Start({"--backend=cpu", "--max-memory-bytes=67108864",
+                          "--stream-max-inflight=12", "--stream-stall-timeout=2s"})
+                  .ok())
+      << server.log();
+  std::mt19937 rng(17);
+  const NormalizeRequest request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);  // 1 MiB
+  const NormalizeRequest larger = MakeRequest(DType::kFloat32, 384, 4096, false, rng);  // 6 MiB
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  auto unary_stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  // The stalled stream: writes and never reads.
+  grpc::ClientContext context;
+  auto call = stub->NormalizeStream(&context);
+  std::atomic<int> written{0};
+  std::atomic<bool> writer_stopped{false};
+  std::thread writer([&] {
+    for (int i = 0; i < 256 && call->Write(request); ++i) written.fetch_add(1);
+    writer_stopped.store(true);
+  });
+  EXPECT_TRUE(WaitForStreamAnswers(server, 12)) << "the stream's requests were never answered";
+  NormalizeResponse response;
+  {
+    // While its responses are held, the larger request's payload does not fit: it is answered only
+    // once the stall timeout has cancelled the stream (which a slow machine may reach first).
+    grpc::ClientContext unary;
+    unary.set_deadline(In(absl::Seconds(30)));
+    const grpc::Status first = unary_stub->Normalize(&unary, larger, &response);
+    if (first.ok()) {
+      EXPECT_TRUE(WaitUntil([&] { return writer_stopped.load(); }, absl::Seconds(2)))
+          << "answered while the stalled stream held its responses";
+    } else {
+      EXPECT_EQ(first.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << first.error_message();
+    }
+  }
+  // Cancelled 2-3 s after its first unread response (the watch is checked once a second).
+  const absl::Time stalled = absl::Now();
+  EXPECT_TRUE(WaitUntil([&] { return writer_stopped.load(); }, absl::Seconds(10)))
+      << "normd did not end the stalled stream";
+  const absl::Duration took = absl::Now() - stalled;
+  writer.join();
+  // The client has unread responses: gRPC gives it the stream's status only once it reads them, or
+  // cancels.
+  context.TryCancel();
+  EXPECT_EQ(call->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_LT(took, absl::Seconds(6));
+  // Its charge came back: the larger request is answered.
+  grpc::Status answered;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    grpc::ClientContext unary;
+    unary.set_deadline(In(absl::Seconds(30)));
+    answered = unary_stub->Normalize(&unary, larger, &response);
+    if (answered.ok()) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_TRUE(answered.ok()) << answered.error_message();
+  EXPECT_EQ(CompareWithReference(larger, response), "");
+  // A slow reader: 16 requests of 1 MiB, a response read every 300 ms (about 5 s in all, each
+  // write waiting for the client to read, but never for 2 s).
+  grpc::ClientContext slow_context;
+  auto slow = stub->NormalizeStream(&slow_context);
+  std::thread slow_writer([&] {
+    for (int i = 0; i < 16; ++i) slow->Write(request);
+    slow->WritesDone();
+  });
+  int slow_answers = 0;
+  while (slow->Read(&response)) {
+    if (CompareWithReference(request, response).empty()) ++slow_answers;
+    absl::SleepFor(absl::Milliseconds(300));
+  }
+  slow_writer.join();
+  const grpc::Status slow_status = slow->Finish();
+  EXPECT_TRUE(slow_status.ok()) << slow_status.error_message();
+  EXPECT_EQ(slow_answers, 16);
   EXPECT_EQ(WaitForNoInflight(server), 0);
 }
 
