@@ -179,6 +179,21 @@ void WaitForWriterToStall(const std::atomic<int>& written, const std::function<b
   }
 }
 
+// Calls Normalize with `request` until it is answered OK (up to 100 tries, 100 ms apart: a charge
+// being given back takes a moment to reach the gate); returns the last status.
+grpc::Status NormalizeUntilAnswered(normd::v1::Normalizer::Stub& stub,
+                                    const NormalizeRequest& request, NormalizeResponse* response) {
+  grpc::Status status;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    grpc::ClientContext context;
+    context.set_deadline(In(absl::Seconds(30)));
+    status = stub.Normalize(&context, request, response);
+    if (status.ok()) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return status;
+}
+
 TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
   NormdProcess server;
   constexpr int kMaxInflight = 4;
@@ -230,6 +245,21 @@ TEST(HostileTest, StreamThatIsNeverReadKeepsServerMemoryBounded) {
   EXPECT_EQ(WaitForNoInflight(server), 0);
 }
 
+// A NormalizeStream whose client writes `request` (up to 256 times, as fast as normd takes them)
+// from a thread of its own and never reads a response.
+struct NeverReadingWriter {
+  NeverReadingWriter(normd::v1::Normalizer::Stub& stub, const NormalizeRequest& request)
+      : call(stub.NormalizeStream(&context)), thread([this, &request] {
+          for (int i = 0; i < 256 && call->Write(request); ++i) written.fetch_add(1);
+          stopped.store(true);
+        }) {}
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<NormalizeRequest, NormalizeResponse>> call;
+  std::atomic<int> written{0};
+  std::atomic<bool> stopped{false};
+  std::thread thread;  // last: started once the members it uses exist
+};
+
 // A stream that writes and never reads keeps its unsent responses in normd, charged until they
 // are written, while each request's own message is freed, and its charge given back, once it is
 // computed: the stalled stream holds its responses and nothing more. The charge comes back when the
@@ -252,36 +282,15 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAndTheirMessagesDoNot) {
   std::mt19937 rng(7);
   const NormalizeRequest request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);  // 1 MiB
   const NormalizeRequest larger = MakeRequest(DType::kFloat32, 384, 4096, false, rng);  // 6 MiB
-  grpc::ClientContext context;
-  auto call = stub->NormalizeStream(&context);
-  std::atomic<int> written{0};
-  std::atomic<bool> writer_stopped{false};
-  std::thread writer([&] {
-    for (int i = 0; i < 256 && call->Write(request); ++i) written.fetch_add(1);
-    writer_stopped.store(true);
-  });
+  NeverReadingWriter silent(*stub, request);
   // The stream fills its slots with responses it never reads before any other call is made: a
   // unary call in flight meanwhile would share the budget with the stream's last requests.
   EXPECT_TRUE(WaitForStreamAnswers(server, kStreamSlots))
       << "normd never answered the stream's first " << kStreamSlots << " requests";
-  WaitForWriterToStall(written, [&] { return writer_stopped.load(); });
-  // Calls Normalize with `message` until `done` holds for its status (or 200 tries); returns the
-  // last status.
+  WaitForWriterToStall(silent.written, [&] { return silent.stopped.load(); });
   NormalizeResponse response;
-  auto call_until = [&](const NormalizeRequest& message,
-                        const std::function<bool(const grpc::Status&)>& done) {
-    grpc::Status status;
-    for (int attempt = 0; attempt < 200; ++attempt) {
-      grpc::ClientContext unary;
-      unary.set_deadline(In(absl::Seconds(30)));
-      status = unary_stub->Normalize(&unary, message, &response);
-      if (done(status)) break;
-      absl::SleepFor(absl::Milliseconds(50));
-    }
-    return status;
-  };
-  if (writer_stopped.load()) {
-    ADD_FAILURE() << "the never-read stream ended after " << written.load()
+  if (silent.stopped.load()) {
+    ADD_FAILURE() << "the never-read stream ended after " << silent.written.load()
                   << " writes; normd's log:\n"
                   << server.log();
   } else {
@@ -307,12 +316,12 @@ TEST(HostileStreamTest, NeverReadResponsesStayChargedAndTheirMessagesDoNot) {
     EXPECT_NE(refused.error_message().find("--max-queue-bytes"), std::string::npos)
         << refused.error_message();
   }
-  context.TryCancel();
-  writer.join();
-  call->Finish();
+  silent.context.TryCancel();
+  silent.thread.join();
+  silent.call->Finish();
   EXPECT_EQ(WaitForNoInflight(server), 0);
   // The stream is gone, and with it its charge: the larger request is answered.
-  const grpc::Status answered = call_until(larger, [](const grpc::Status& s) { return s.ok(); });
+  const grpc::Status answered = NormalizeUntilAnswered(*unary_stub, larger, &response);
   ASSERT_TRUE(answered.ok()) << answered.error_message();
   EXPECT_EQ(CompareWithReference(larger, response), "");
 }
@@ -406,14 +415,7 @@ TEST(HostileStreamTest, NeverReadingStreamsOnManyConnectionsStayWithinTheBudget)
   // share, is answered.
   auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
   NormalizeResponse response;
-  grpc::Status answered;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    grpc::ClientContext unary;
-    unary.set_deadline(In(absl::Seconds(30)));
-    answered = stub->Normalize(&unary, request, &response);
-    if (answered.ok()) break;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+  const grpc::Status answered = NormalizeUntilAnswered(*stub, request, &response);
   ASSERT_TRUE(answered.ok()) << answered.error_message();
   EXPECT_EQ(CompareWithReference(request, response), "");
 }
@@ -488,14 +490,7 @@ TEST(HostileStreamTest, AStreamWhoseClientStopsReadingIsCancelledAfterTheStallTi
   auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
   auto unary_stub = normd::v1::Normalizer::NewStub(server.NewChannel());
   // The stalled stream: writes and never reads.
-  grpc::ClientContext context;
-  auto call = stub->NormalizeStream(&context);
-  std::atomic<int> written{0};
-  std::atomic<bool> writer_stopped{false};
-  std::thread writer([&] {
-    for (int i = 0; i < 256 && call->Write(request); ++i) written.fetch_add(1);
-    writer_stopped.store(true);
-  });
+  NeverReadingWriter silent(*stub, request);
   EXPECT_TRUE(WaitForStreamAnswers(server, 12)) << "the stream's requests were never answered";
   NormalizeResponse response;
   {
@@ -505,7 +500,7 @@ TEST(HostileStreamTest, AStreamWhoseClientStopsReadingIsCancelledAfterTheStallTi
     unary.set_deadline(In(absl::Seconds(30)));
     const grpc::Status first = unary_stub->Normalize(&unary, larger, &response);
     if (first.ok()) {
-      EXPECT_TRUE(WaitUntil([&] { return writer_stopped.load(); }, absl::Seconds(2)))
+      EXPECT_TRUE(WaitUntil([&] { return silent.stopped.load(); }, absl::Seconds(2)))
           << "answered while the stalled stream held its responses";
     } else {
       EXPECT_EQ(first.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << first.error_message();
@@ -513,24 +508,17 @@ TEST(HostileStreamTest, AStreamWhoseClientStopsReadingIsCancelledAfterTheStallTi
   }
   // Cancelled 2-3 s after its first unread response (the watch is checked once a second).
   const absl::Time stalled = absl::Now();
-  EXPECT_TRUE(WaitUntil([&] { return writer_stopped.load(); }, absl::Seconds(10)))
+  EXPECT_TRUE(WaitUntil([&] { return silent.stopped.load(); }, absl::Seconds(10)))
       << "normd did not end the stalled stream";
   const absl::Duration took = absl::Now() - stalled;
-  writer.join();
+  silent.thread.join();
   // The client has unread responses: gRPC gives it the stream's status only once it reads them, or
   // cancels.
-  context.TryCancel();
-  EXPECT_EQ(call->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  silent.context.TryCancel();
+  EXPECT_EQ(silent.call->Finish().error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_LT(took, absl::Seconds(6));
   // Its charge came back: the larger request is answered.
-  grpc::Status answered;
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    grpc::ClientContext unary;
-    unary.set_deadline(In(absl::Seconds(30)));
-    answered = unary_stub->Normalize(&unary, larger, &response);
-    if (answered.ok()) break;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+  const grpc::Status answered = NormalizeUntilAnswered(*unary_stub, larger, &response);
   ASSERT_TRUE(answered.ok()) << answered.error_message();
   EXPECT_EQ(CompareWithReference(larger, response), "");
   // A slow reader: 16 requests of 1 MiB, a response read every 300 ms (about 5 s in all, each
