@@ -331,9 +331,14 @@ NormalizeStreamReactor::Next NormalizeStreamReactor::DecideLocked() {
 }
 
 void NormalizeStreamReactor::Act(Next& next) {
-  // Memory first, outside mu_ and while the stream is still alive (before Finish).
+  // The gate outlives every stream: memory goes back through it without touching `this`, which a
+  // grant of this stream's own wait (run inline by Release) could let finish meanwhile. Leaving the
+  // gate's queue comes first, so that such a grant cannot happen to a stream that is leaving it;
+  // one that left is still waiting_for_room_, so it cannot finish before it decides again below.
+  MemoryGate& gate = scheduler_.memory_gate();
+  const bool left_queue = next.cancel_wait != MemoryGate::kGranted && gate.Cancel(next.cancel_wait);
   next.dropped.clear();
-  if (next.release_bytes > 0) scheduler_.memory_gate().Release(next.release_bytes);
+  if (next.release_bytes > 0) gate.Release(next.release_bytes);
   if (next.write != nullptr || next.read != nullptr || next.finish) HandingToLibrary(this);
   if (next.write != nullptr) StartWrite(next.write);
   if (next.read != nullptr) StartRead(next.read);
@@ -341,10 +346,8 @@ void NormalizeStreamReactor::Act(Next& next) {
     Finish(next.finish_status);  // gRPC may now destroy the reactor: nothing follows
     return;
   }
-  // Left the gate's queue: nothing will call back, so decide again (the stream may now finish).
   // Not left: the gate has granted or expired the wait, and its callback decides.
-  if (next.cancel_wait != MemoryGate::kGranted &&
-      scheduler_.memory_gate().Cancel(next.cancel_wait)) {
+  if (left_queue) {
     Next after;
     {
       normd::MutexLock lock(&mu_);
