@@ -215,11 +215,14 @@ void NormalizeStreamReactor::OnWriteStalled(uint64_t write) {
   // client is not reading, so no status could reach it; cancelling fails the outstanding write,
   // and the stream then drops its responses and gives back their memory.
   if (cancel) context_->TryCancel();
+  Next next;
   {
+    // Decided with the update: once this check is no longer pending the stream may finish.
     normd::MutexLock lock(&mu_);
     --stall_checks_pending_;
+    next = DecideLocked();
   }
-  Pump();
+  Act(next);
 }
 
 void NormalizeStreamReactor::OnCancel() {
@@ -241,6 +244,9 @@ void NormalizeStreamReactor::OnCancel() {
 }
 
 void NormalizeStreamReactor::OnReadRoom(const absl::Status& status) {
+  // Not a gRPC reaction: once waiting_for_room_ is cleared another thread may finish the stream, so
+  // the decision is taken in the same critical section (as in CompleteSlot).
+  Next next;
   {
     normd::MutexLock lock(&mu_);
     waiting_for_room_ = false;
@@ -255,8 +261,9 @@ void NormalizeStreamReactor::OnReadRoom(const absl::Status& status) {
                        " (a stream reserves ", read_reservation_bytes_,
                        " bytes, twice --max-request-bytes, before reading a message)"));
     }
+    next = DecideLocked();
   }
-  Pump();
+  Act(next);
 }
 
 void NormalizeStreamReactor::Pump() {
@@ -270,6 +277,7 @@ void NormalizeStreamReactor::Pump() {
 
 NormalizeStreamReactor::Next NormalizeStreamReactor::DecideLocked() {
   Next next;
+  next.gate = &scheduler_.memory_gate();
   if (finished_) return next;
   // Responses in order. Once the stream has failed, the rest are computed but not sent.
   while (!write_outstanding_ && !slots_.empty() && slots_.front()->done) {
@@ -331,11 +339,13 @@ NormalizeStreamReactor::Next NormalizeStreamReactor::DecideLocked() {
 }
 
 void NormalizeStreamReactor::Act(Next& next) {
-  // The gate outlives every stream: memory goes back through it without touching `this`, which a
-  // grant of this stream's own wait (run inline by Release) could let finish meanwhile. Leaving the
-  // gate's queue comes first, so that such a grant cannot happen to a stream that is leaving it;
-  // one that left is still waiting_for_room_, so it cannot finish before it decides again below.
-  MemoryGate& gate = scheduler_.memory_gate();
+  // Only what the decision keeps alive (a write, a read, a Finish, a wait left below) may touch
+  // `this`: another thread, or a grant of this stream's own wait run inline by Release, may finish
+  // the stream meanwhile. So memory goes back through the gate, which outlives every stream, as
+  // recorded in the decision. Leaving the gate's queue comes first, so that no such grant happens
+  // to a stream that is leaving it; one that left is still waiting_for_room_, so it cannot finish
+  // before it decides again below.
+  MemoryGate& gate = *next.gate;
   const bool left_queue = next.cancel_wait != MemoryGate::kGranted && gate.Cancel(next.cancel_wait);
   next.dropped.clear();
   if (next.release_bytes > 0) gate.Release(next.release_bytes);

@@ -131,6 +131,7 @@ class NormalizeStreamReactor final
     std::vector<std::unique_ptr<Slot>> dropped;
     int64_t release_bytes = 0;
     MemoryGate::Ticket cancel_wait = MemoryGate::kGranted;  // a wait in the gate to leave
+    MemoryGate* gate = nullptr;  // the scheduler's, read while the stream was surely alive
   };
 
   // Decides under the lock what to do next (write, read, finish) and does it outside the lock.
