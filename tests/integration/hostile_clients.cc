@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "tests/integration/http_get.h"
 #include "tests/integration/tensor_util.h"
+#include "tests/wait_until.h"
 
 namespace normd::testing {
 
@@ -98,6 +99,20 @@ void ExpectServedNormally(const char* test, const WellBehavedClient::Summary& s)
               absl::FormatDuration(s.p99).c_str(), absl::FormatDuration(s.max).c_str());
   EXPECT_GT(s.calls, 0);
   EXPECT_EQ(s.failures, 0) << s.first_failure;
+}
+
+bool WaitForStreamAnswers(const NormdProcess& server, int count) {
+  return WaitUntil([&] {
+    return ScrapeSum(server.metrics_port(), "normd_requests_total",
+                     {{"method", "NormalizeStream"}, {"code", "OK"}}) >= count;
+  });
+}
+
+void WaitForWriterToStall(const std::atomic<int>& written, const std::function<bool()>& finished) {
+  for (int last = -1; written.load() != last && !finished();) {
+    last = written.load();
+    absl::SleepFor(absl::Seconds(1));
+  }
 }
 
 }  // namespace normd::testing

@@ -1,7 +1,8 @@
-// What the hostile-client suites (hostile_test.cc, hostile_stream_test.cc) share: a client that
-// behaves (WellBehavedClient) and runs beside each hostile one, the check that it was served
-// normally, and normd_inflight_requests read from /metrics, which must return to 0 once the hostile
-// client is gone: nothing it left behind may still hold a slot.
+// What the hostile-client suites (hostile_test.cc, hostile_stream_test.cc,
+// stream_memory_budget_test.cc) share: a client that behaves (WellBehavedClient) and runs beside
+// each hostile one, the check that it was served normally, normd_inflight_requests read from
+// /metrics, which must return to 0 once the hostile client is gone (nothing it left behind may
+// still hold a slot), and the waits for a stream's answers and for a writer that never reads.
 //
 // "Served" is judged by events, not by timing: the tests wait for the well-behaved client's next
 // answers while the hostile client does its worst (WaitForMoreCalls), and every call must succeed
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -38,6 +40,16 @@ int64_t InflightRequests(const NormdProcess& server);
 
 // Polls /metrics until no accepted request is left unanswered; returns the last value seen.
 int64_t WaitForNoInflight(const NormdProcess& server, absl::Duration timeout = absl::Seconds(60));
+
+// Waits until normd has answered `count` NormalizeStream requests OK (false if it never does).
+bool WaitForStreamAnswers(const NormdProcess& server, int count);
+
+// Waits until a writer that never reads has stalled: flow control stops it once gRPC's windows are
+// full, and that nothing more is written can only be seen as no progress, so the writer is taken as
+// stalled once a full second of real time passes without a write. (A pause of the machine can only
+// make that come early, which makes the checks that follow less sensitive, never fail on a server
+// that works.) Returns early once `finished` holds: the writer has stopped writing for good.
+void WaitForWriterToStall(const std::atomic<int>& written, const std::function<bool()>& finished);
 
 // A client that behaves: one small Normalize (4 x 1024 fp32) every 5 ms on its own connection, each
 // checked against the reference. Stop() reports how it went.
