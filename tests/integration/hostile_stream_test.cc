@@ -9,10 +9,8 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <functional>
 #include <memory>
 #include <random>
 #include <thread>

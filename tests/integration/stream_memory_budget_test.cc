@@ -18,7 +18,6 @@
 #include "absl/time/clock.h"
 #include "normd/v1/normd.grpc.pb.h"
 #include "tests/integration/hostile_clients.h"
-#include "tests/integration/http_get.h"
 #include "tests/integration/normd_process.h"
 #include "tests/integration/tensor_util.h"
 #include "tests/wait_until.h"
