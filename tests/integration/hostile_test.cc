@@ -129,6 +129,7 @@ TEST(HostileTest, BytesThatAreNotAProtobufAreRefused) {
     EXPECT_FALSE(stream.status().ok()) << c.name << ": a stream with a bad message ended OK";
     EXPECT_TRUE(good.WaitForMoreCalls(1))
         << "after " << c.name << ": the well-behaved client was not served";
+    if (HasFailure()) break;  // later cases would only repeat it (the server's report follows)
   }
   ExpectServedNormally("not a protobuf", good.Stop());
   EXPECT_EQ(WaitForNoInflight(server), 0);

@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "gtest/gtest.h"
 
 extern char** environ;
 
@@ -41,6 +42,11 @@ NormdProcess::NormdProcess(std::string binary)
     : is_normd_(binary.empty()), binary_(binary.empty() ? NormdBinary() : std::move(binary)) {}
 
 NormdProcess::~NormdProcess() {
+  // A failing test may not have said what the server logged, or that it died (a sanitizer report
+  // ends normd); say it once here, before the process is killed.
+  if (pid_ > 0 && ::testing::Test::HasFailure()) {
+    std::fprintf(stderr, "[ server   ] %s\n", Report().c_str());
+  }
   {
     normd::MutexLock lock(&mu_);
     if (pid_ > 0 && !exited_) kill(pid_, SIGKILL);
