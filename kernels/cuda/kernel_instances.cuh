@@ -30,18 +30,24 @@ KernelFunction RowsBuildFor(int vectors) {
   }
 }
 
-// Held rows: a build for the vector path and one that also takes the element path. Reloaded
-// rows (vector path only): builds for one segment by value, for contiguous tables and for tables.
+// Builds for one segment by value, for contiguous tables and for other tables on the vector path;
+// held rows also have one that takes the element path.
+template <typename T, bool kResidual, WeightKind kW, bool kReload>
+KernelFunction RowsPathFor(const KernelConfig& c, const BuildTraits& b) {
+  if (!b.vector_path) {
+    if constexpr (kReload) return nullptr;
+    return RowsBuildFor<T, kResidual, kW, false, RowsPath::kAnyPath>(c.vectors);
+  }
+  if (!b.table) return RowsBuildFor<T, kResidual, kW, kReload, RowsPath::kVectorSingle>(c.vectors);
+  return b.contiguous
+             ? RowsBuildFor<T, kResidual, kW, kReload, RowsPath::kVectorContiguous>(c.vectors)
+             : RowsBuildFor<T, kResidual, kW, kReload, RowsPath::kVectorAny>(c.vectors);
+}
+
 template <typename T, bool kResidual, WeightKind kW>
 KernelFunction RowsFor(const KernelConfig& c, const BuildTraits& b) {
-  if (c.kind == KernelKind::kReload) {
-    if (!b.table) return RowsBuildFor<T, kResidual, kW, true, RowsPath::kVectorSingle>(c.vectors);
-    return b.contiguous
-               ? RowsBuildFor<T, kResidual, kW, true, RowsPath::kVectorContiguous>(c.vectors)
-               : RowsBuildFor<T, kResidual, kW, true, RowsPath::kVectorAny>(c.vectors);
-  }
-  return b.vector_path ? RowsBuildFor<T, kResidual, kW, false, RowsPath::kVectorAny>(c.vectors)
-                       : RowsBuildFor<T, kResidual, kW, false, RowsPath::kAnyPath>(c.vectors);
+  return c.kind == KernelKind::kReload ? RowsPathFor<T, kResidual, kW, true>(c, b)
+                                       : RowsPathFor<T, kResidual, kW, false>(c, b);
 }
 
 template <typename T, bool kResidual, WeightKind kW>

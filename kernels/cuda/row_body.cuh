@@ -49,6 +49,29 @@ __device__ __forceinline__ int FindSegment(const KernelParams& p, int64_t row) {
   return lo;
 }
 
+// A copy of a table entry, read through the read-only path. A kernel holds the entry of its row
+// in registers rather than reading its fields where it uses them: after every store of the output
+// the compiler would have to read them again (it cannot tell the table from the output), and each
+// read would be a generic load. Reads of fields a kernel never uses are dead code.
+__device__ __forceinline__ RmsNormSegment ReadSegment(const RmsNormSegment* entry) {
+  auto pointer = [](const void* const* field) {
+    return reinterpret_cast<void*>(__ldg(reinterpret_cast<const unsigned long long*>(field)));
+  };
+  RmsNormSegment s;
+  s.input = pointer(&entry->input);
+  s.output = pointer(reinterpret_cast<const void* const*>(&entry->output));
+  s.residual = pointer(&entry->residual);
+  s.residual_out = pointer(reinterpret_cast<const void* const*>(&entry->residual_out));
+  s.weight = pointer(&entry->weight);
+  s.first_row = __ldg(reinterpret_cast<const long long*>(&entry->first_row));
+  s.rows = __ldg(reinterpret_cast<const long long*>(&entry->rows));
+  s.eps = __ldg(&entry->eps);
+  s.weight_offset = __ldg(&entry->weight_offset);
+  s.weight_dtype =
+      static_cast<DType>(__ldg(reinterpret_cast<const int32_t*>(&entry->weight_dtype)));
+  return s;
+}
+
 // Finds the segment and the segment-local row of launch row `row`, copying the segment. False
 // for rows past the end or in no segment.
 __device__ __forceinline__ bool ResolveRow(const KernelParams& p, int64_t row, RmsNormSegment& seg,
@@ -59,24 +82,9 @@ __device__ __forceinline__ bool ResolveRow(const KernelParams& p, int64_t row, R
     local = row;
     return row < seg.rows;
   }
-  seg = p.table[FindSegment(p, row)];
+  seg = ReadSegment(p.table + FindSegment(p, row));
   local = row - seg.first_row;
   return local >= 0 && local < seg.rows;
-}
-
-// ResolveRow without copying the segment: `seg` points at the kernel parameter's segment or at
-// the table entry, whose fields are then read where they are used.
-__device__ __forceinline__ bool ResolveRowRef(const KernelParams& p, int64_t row,
-                                              const RmsNormSegment*& seg, int64_t& local) {
-  if (row >= p.total_rows) return false;
-  if (p.table == nullptr) {
-    seg = &p.single;
-    local = row;
-    return row < p.single.rows;
-  }
-  seg = &p.table[FindSegment(p, row)];
-  local = row - seg->first_row;
-  return local >= 0 && local < seg->rows;
 }
 
 template <typename T>

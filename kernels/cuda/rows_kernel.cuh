@@ -49,10 +49,10 @@ struct RowsBuild {
 // read in place from the kernel parameter (constant memory) rather than held in registers (the
 // reload builds' 32 registers then hold the row and little else). kVectorContiguous: a
 // contiguous table (KernelParams::contiguous) on the vector path: the row's data as kVectorSingle
-// reads it, its weight and eps from the table entry, found with no device memory read and loaded
-// while the row is on its way. kVectorAny: one segment or any table, every segment on the vector
-// path. kAnyPath: also the element path, chosen per segment at run time (its code in the same
-// build cost the vector path registers, hence the separate build).
+// reads it, its weight and eps from a copy of the table entry, found with no device memory read
+// and loaded while the row is on its way. kVectorAny: any table, every segment on the vector
+// path. kAnyPath: one segment or any table, also on the element path, chosen per segment at run
+// time (its code in the same build cost the vector path registers, hence the separate build).
 enum class RowsPath { kVectorSingle, kVectorContiguous, kVectorAny, kAnyPath };
 
 template <typename T, int kN, bool kResidual, WeightKind kW, bool kReload, RowsPath kPath>
@@ -82,25 +82,24 @@ __global__ void __launch_bounds__(
   GridDependencyLaunchDependents();
   GridDependencyWait();
 
-  const RmsNormSegment* segp = &p.single;
+  // The row's segment: the kernel parameter's, or a copy of its table entry (ReadSegment).
+  // kVectorContiguous reads the row's data as kVectorSingle does and only its weight and eps from
+  // the entry, which then loads while the row is on its way.
+  RmsNormSegment entry;
   int64_t local = row;
   bool active;
   if constexpr (kSingle) {
     active = row < p.single.rows;
   } else if constexpr (kContiguous) {
     active = row < p.total_rows;
-    if (active) segp = &p.table[FindSegment(p, row)];
+    if (active) entry = ReadSegment(p.table + FindSegment(p, row));
   } else {
-    active = ResolveRowRef(p, row, segp, local);
+    active = ResolveRow(p, row, entry, local);
   }
-  const bool vec = active && (!kElements || CanVectorize<T>(*segp, H));
-  // Vector builds read the segment's fields where they use them (from the kernel parameter or the
-  // table entry, both cached); the element path's builds hold a copy, which measured fewer spills
-  // there (its unrolled element loops hold many addresses). `seg` gives the row's data, `norm`
-  // its weight and eps.
-  const std::conditional_t<kElements, RmsNormSegment, const RmsNormSegment&> seg =
-      kSingle || kContiguous ? p.single : *segp;
-  const RmsNormSegment& norm = kContiguous ? *segp : seg;
+  const bool vec = active && (!kElements || CanVectorize<T>(entry, H));
+  // `seg` gives the row's data, `norm` its weight and eps.
+  const RmsNormSegment& seg = kSingle || kContiguous ? p.single : entry;
+  const RmsNormSegment& norm = kSingle ? p.single : entry;
   const bool has_residual = kResidual && active && seg.residual != nullptr;
   const int64_t row_base = local * nv;   // in vectors
   const int64_t row_offset = local * H;  // in elements
