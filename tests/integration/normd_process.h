@@ -33,7 +33,8 @@ class NormdProcess {
   // normd: $NORMD_BINARY when set (the GPU machine runs a bundle from another path), else the
   // build's.
   explicit NormdProcess(std::string binary = "");
-  ~NormdProcess();  // SIGKILLs the process if it still runs
+  // Prints Report() if the current test has failed, then SIGKILLs the process if it still runs.
+  ~NormdProcess();
 
   // Credentials for the health check in Start() and for NewChannel(); call before Start(). Default:
   // plaintext. A TLS server needs grpc::SslCredentials trusting its CA (its certificate names
