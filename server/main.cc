@@ -112,7 +112,8 @@ sigset_t BlockStopSignals() {
 
 // Waits for SIGINT or SIGTERM and returns it. Meanwhile, once a second, ends the waits in the
 // memory gate that have lasted too long (a call waits at most that long past the gate's limit) and
-// cancels the streams whose response write has stalled (so both take up to a second longer), and
+// cancels the streams whose response write has stalled, sooner while memory is short (so both
+// take up to a second longer), and
 // reflects the workers' health: a worker that hit an unrecoverable device error is out of rotation
 // (the scheduler skips it); when none is left, normd reports NOT_SERVING so that load balancers and
 // Kubernetes take it out too.
@@ -125,7 +126,9 @@ int WaitForStopSignal(const sigset_t& stop_signals, Scheduler& scheduler, StallW
     const int signal_number = sigtimedwait(&stop_signals, nullptr, &tick);
     if (signal_number > 0) return signal_number;
     scheduler.memory_gate().ExpireDue(absl::Now());
-    if (stall_watch != nullptr) stall_watch->ExpireDue(absl::Now());
+    if (stall_watch != nullptr) {
+      stall_watch->ExpireDue(absl::Now(), scheduler.TakeMemoryPressure());
+    }
     for (size_t w = 0; w < scheduler.workers().size(); ++w) {
       const Worker& worker = *scheduler.workers()[w];
       if (worker.healthy() || counted_failed[w]) continue;
@@ -283,10 +286,16 @@ int RunServer(int argc, char** argv) {
   options.normalize_generic = memory_plan.admitted_bytes > 0;
   options.stream_read_reservation_bytes = read_reservation_bytes;
   // Under a budget a stream whose client stopped reading would hold its responses' charge for as
-  // long as it stays open; past --stream-stall-timeout it is cancelled instead.
+  // long as it stays open; past --stream-stall-timeout (or, while calls wait for room,
+  // --stream-stall-timeout-under-pressure) it is cancelled instead.
   std::unique_ptr<StallWatch> stall_watch;
-  if (memory_plan.admitted_bytes > 0 && config->stream_stall_timeout > absl::ZeroDuration()) {
-    stall_watch = std::make_unique<StallWatch>(config->stream_stall_timeout);
+  const absl::Duration stall_timeout = config->stream_stall_timeout > absl::ZeroDuration()
+                                           ? config->stream_stall_timeout
+                                           : absl::InfiniteDuration();
+  const absl::Duration pressure_stall_timeout = config->stream_stall_timeout_under_pressure;
+  if (memory_plan.admitted_bytes > 0 && (stall_timeout != absl::InfiniteDuration() ||
+                                         pressure_stall_timeout > absl::ZeroDuration())) {
+    stall_watch = std::make_unique<StallWatch>(stall_timeout, pressure_stall_timeout);
   }
   options.stream_stall_watch = stall_watch.get();
   NormalizerService service(scheduler, weights, options, &metrics);

@@ -71,6 +71,11 @@ ABSL_FLAG(int, stream_max_inflight, 64,
 ABSL_FLAG(absl::Duration, stream_stall_timeout, absl::Seconds(10),
           "With --max-memory-bytes: a NormalizeStream whose client reads no response for this long "
           "is cancelled, giving back the memory its unsent responses hold (0 = never)");
+ABSL_FLAG(absl::Duration, stream_stall_timeout_under_pressure, absl::Seconds(1),
+          "With --max-memory-bytes: while memory is short (calls wait for room in the budget or "
+          "are refused for it), a NormalizeStream whose client has read no response for this "
+          "long is cancelled, so that clients that stopped reading do not keep others waiting "
+          "(0 = only --stream-stall-timeout applies)");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
           "On SIGTERM/SIGINT, how long accepted requests may take to finish before normd exits "
           "(e.g. 30s)");
@@ -264,6 +269,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
   if (absl::Status s = CheckNonNegative("max_pinned_bytes", c.max_pinned_bytes); !s.ok()) return s;
   c.drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
   c.stream_stall_timeout = absl::GetFlag(FLAGS_stream_stall_timeout);
+  c.stream_stall_timeout_under_pressure = absl::GetFlag(FLAGS_stream_stall_timeout_under_pressure);
   for (const auto& [name, value] :
        {std::pair<absl::string_view, int64_t>{"workers_per_gpu", c.workers_per_gpu},
         {"max_hidden", c.max_hidden},
@@ -283,11 +289,14 @@ absl::StatusOr<ServerConfig> LoadServerConfig(int argc, char** argv) {
                                                    " exceeds gRPC's 2 GiB message limit"));
   }
   if (absl::GetFlag(FLAGS_max_queue_delay_us) < 0 || absl::GetFlag(FLAGS_company_wait_us) < -1 ||
-      c.drain_timeout < absl::ZeroDuration() || c.stream_stall_timeout < absl::ZeroDuration()) {
+      c.drain_timeout < absl::ZeroDuration() || c.stream_stall_timeout < absl::ZeroDuration() ||
+      c.stream_stall_timeout_under_pressure < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max_queue_delay_us = ", absl::GetFlag(FLAGS_max_queue_delay_us),
                      ", --company_wait_us = ", absl::GetFlag(FLAGS_company_wait_us),
                      ", --stream_stall_timeout = ", absl::FormatDuration(c.stream_stall_timeout),
+                     ", --stream_stall_timeout_under_pressure = ",
+                     absl::FormatDuration(c.stream_stall_timeout_under_pressure),
                      " and --drain_timeout = ", absl::FormatDuration(c.drain_timeout),
                      " must be >= 0 (--company_wait_us may be -1: automatic)"));
   }

@@ -197,7 +197,7 @@ void NormalizeStreamReactor::OnWriteDone(bool ok) {
   HandingToLibrary(this);  // gRPC calls OnDone only after this callback returns
 }
 
-void NormalizeStreamReactor::OnWriteStalled(uint64_t write) {
+void NormalizeStreamReactor::OnWriteStalled(uint64_t write, const StallWatch::Stall& stall) {
   bool cancel = false;
   {
     normd::MutexLock lock(&mu_);
@@ -205,9 +205,12 @@ void NormalizeStreamReactor::OnWriteStalled(uint64_t write) {
     cancel = write_outstanding_ && writes_started_ == write && !finished_;
     if (cancel && stream_status_.ok()) {
       stream_status_ = absl::ResourceExhaustedError(absl::StrCat(
-          "the client read no response for ", absl::FormatDuration(stall_watch_->timeout()),
-          " while normd held ", slots_.size(),
-          " responses for it; the stream is cancelled (--stream-stall-timeout)"));
+          "the client read no response for ", absl::FormatDuration(stall.outstanding),
+          " while normd held ", slots_.size(), " responses for it",
+          stall.under_pressure ? ", and memory was short (calls waited or were refused)" : "",
+          "; the stream is cancelled (",
+          stall.under_pressure ? "--stream-stall-timeout-under-pressure" : "--stream-stall-timeout",
+          ")"));
       reads_done_ = true;
     }
   }
@@ -297,7 +300,9 @@ NormalizeStreamReactor::Next NormalizeStreamReactor::DecideLocked() {
     if (stall_watch_ != nullptr) {
       // Watch never calls back inline; the callback waits for mu_.
       const uint64_t write = writes_started_;
-      stall_ticket_ = stall_watch_->Watch(absl::Now(), [this, write] { OnWriteStalled(write); });
+      stall_ticket_ = stall_watch_->Watch(
+          absl::Now(),
+          [this, write](const StallWatch::Stall& stall) { OnWriteStalled(write, stall); });
       ++stall_checks_pending_;
     }
   }

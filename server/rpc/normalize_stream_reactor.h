@@ -16,8 +16,9 @@
 // keeps its client's bytes on the client's side (HTTP/2 flow control); once read, the reservation
 // becomes the request's charge (message plus response). A stream that waits longer than the gate
 // allows ends with RESOURCE_EXHAUSTED, after the responses to its earlier messages. With a stall
-// watch (stall_watch.h), a response write still outstanding after the watch's timeout (the client
-// has stopped reading) cancels the stream, which gives back the memory its unsent responses hold.
+// watch (stall_watch.h), a response write still outstanding after the watch's timeout, or its
+// shorter one while other calls wait for room (the client has stopped reading), cancels the
+// stream, which gives back the memory its unsent responses hold.
 //
 // Threads: gRPC calls OnReadDone/OnWriteDone/OnCancel, workers complete requests, and the memory
 // gate grants room, from any thread. All state is guarded by mu_. Memory is never given back to
@@ -142,8 +143,8 @@ class NormalizeStreamReactor final
   void Act(Next& next);
   // The gate granted the room a read waits for (OK) or gave up waiting (the error).
   void OnReadRoom(const absl::Status& status);
-  // The stall watch found write number `write` still outstanding past its timeout.
-  void OnWriteStalled(uint64_t write);
+  // The stall watch found write number `write` still outstanding past a deadline.
+  void OnWriteStalled(uint64_t write, const StallWatch::Stall& stall);
   void Admit(Slot* slot);  // a slot already in slots_, not yet done
   void CompleteSlot(Slot* slot, const absl::Status& status);
   // Frees the slot's request and response objects and gives back its message's memory charge:

@@ -31,6 +31,7 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   const int64_t before = queued_bytes_.fetch_add(bytes);
   if (before + bytes > max_queue_bytes_ && before > 0) {
     queued_bytes_.fetch_sub(bytes);
+    refused_for_memory_.store(true, std::memory_order_relaxed);
     return absl::ResourceExhaustedError(
         absl::StrCat("normd is overloaded: ", before, " bytes queued, and this request's ", bytes,
                      " would pass --max-queue-bytes = ", max_queue_bytes_, "; retry later"));
@@ -38,6 +39,7 @@ absl::Status Scheduler::Submit(std::unique_ptr<WorkItem> item) {
   if (memory > 0) {
     if (absl::Status charged = memory_gate_.TryCharge(memory); !charged.ok()) {
       queued_bytes_.fetch_sub(bytes);
+      refused_for_memory_.store(true, std::memory_order_relaxed);
       return charged;
     }
   }

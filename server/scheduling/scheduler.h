@@ -64,6 +64,14 @@ class Scheduler {
   // the call's to release (memory_gate().Release), and its items carry memory_bytes 0.
   MemoryGate& memory_gate() { return memory_gate_; }
 
+  // Whether memory is short: a call waits for room in the memory gate now, or Submit refused a
+  // request for --max-queue-bytes or the gate since the last call (which resets that). Streams
+  // whose clients stopped reading are cancelled sooner while it is (stall_watch.h).
+  bool TakeMemoryPressure() {
+    return refused_for_memory_.exchange(false, std::memory_order_relaxed) ||
+           memory_gate_.waiting() > 0;
+  }
+
   // Refuses new work from now on (Submit answers UNAVAILABLE); accepted requests go on.
   void StopAccepting() { accepting_.store(false); }
 
@@ -90,6 +98,7 @@ class Scheduler {
   const int64_t fill_first_rows_;
   MemoryGate memory_gate_;
   std::atomic<int64_t> queued_bytes_{0};
+  std::atomic<bool> refused_for_memory_{false};  // see TakeMemoryPressure
   std::atomic<int64_t> inflight_{0};
   std::atomic<int64_t> answered_ok_{0};
   std::atomic<int64_t> answered_not_ok_{0};

@@ -133,11 +133,11 @@ TEST(StreamMemoryBudgetTest, NeverReadResponsesStayChargedAndTheirMessagesDoNot)
 TEST(StreamMemoryBudgetTest, NeverReadingStreamsOnManyConnectionsStayWithinTheBudget) {
   NormdProcess server;
   constexpr int64_t kBudget = int64_t{64} << 20;
-  // Without the stall timeout, which would cancel the streams holding responses meanwhile (a
+  // Without the stall timeouts, which would cancel the streams holding responses meanwhile (a
   // synchronous client cannot Finish such a stream without reading or cancelling it).
   ASSERT_TRUE(server
                   .Start({"--backend=cpu", absl::StrCat("--max-memory-bytes=", kBudget),
-                          "--stream-stall-timeout=0"})
+                          "--stream-stall-timeout=0", "--stream-stall-timeout-under-pressure=0"})
                   .ok())
       << server.log();
   std::mt19937 rng(11);
@@ -273,14 +273,16 @@ TEST(StreamMemoryBudgetTest, IdleStreamsHoldTheirReadRoomAndOthersWaitThenAreRef
 
 // A stream whose client stops reading holds its unsent responses, and under a budget their charge;
 // past --stream-stall-timeout normd cancels it and the charge comes back, while a client that reads
-// slowly (a response every 300 ms, within the timeout) keeps its stream.
+// slowly (a response every 300 ms, within the timeout) keeps its stream. (The shorter timeout under
+// pressure is off here: the next test has it.)
 TEST(StreamMemoryBudgetTest, AStreamWhoseClientStopsReadingIsCancelledAfterTheStallTimeout) {
   NormdProcess server;
   // 64 MiB: payloads queued up to 16 MiB; 12 unsent 1 MiB responses leave no room for 6 MiB more.
-  ASSERT_TRUE(server
-                  .Start({"--backend=cpu", "--max-memory-bytes=67108864",
-                          "--stream-max-inflight=12", "--stream-stall-timeout=2s"})
-                  .ok())
+  ASSERT_TRUE(
+      server
+          .Start({"--backend=cpu", "--max-memory-bytes=67108864", "--stream-max-inflight=12",
+                  "--stream-stall-timeout=2s", "--stream-stall-timeout-under-pressure=0"})
+          .ok())
       << server.log();
   std::mt19937 rng(17);
   const NormalizeRequest request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);  // 1 MiB
@@ -336,6 +338,44 @@ TEST(StreamMemoryBudgetTest, AStreamWhoseClientStopsReadingIsCancelledAfterTheSt
   const grpc::Status slow_status = slow->Finish();
   EXPECT_TRUE(slow_status.ok()) << slow_status.error_message();
   EXPECT_EQ(slow_answers, 16);
+  EXPECT_EQ(WaitForNoInflight(server), 0);
+}
+
+// While memory is short (a call waits for room or is refused for it), a stream whose client stopped
+// reading is cancelled after --stream-stall-timeout-under-pressure instead of
+// --stream-stall-timeout: a client retrying a refused call is answered within seconds rather than
+// for the next minute. With no call short of memory, the stream keeps its responses.
+TEST(StreamMemoryBudgetTest, WhileMemoryIsShortAStalledStreamIsCancelledSooner) {
+  NormdProcess server;
+  ASSERT_TRUE(
+      server
+          .Start({"--backend=cpu", "--max-memory-bytes=67108864", "--stream-max-inflight=12",
+                  "--stream-stall-timeout=60s", "--stream-stall-timeout-under-pressure=1s"})
+          .ok())
+      << server.log();
+  std::mt19937 rng(19);
+  const NormalizeRequest request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);  // 1 MiB
+  const NormalizeRequest larger = MakeRequest(DType::kFloat32, 384, 4096, false, rng);  // 6 MiB
+  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  auto unary_stub = normd::v1::Normalizer::NewStub(server.NewChannel());
+  NeverReadingWriter silent(*stub, request);
+  EXPECT_TRUE(WaitForStreamAnswers(server, 12)) << "the stream's requests were never answered";
+  absl::SleepFor(absl::Milliseconds(2500));
+  EXPECT_FALSE(silent.stopped.load()) << "cancelled after 2.5 s with no call short of memory";
+  // The larger request does not fit beside the 12 held responses: it is refused (or waits), and
+  // the stream is cancelled at the watch's next check (once a second), which gives it room.
+  const absl::Time start = absl::Now();
+  NormalizeResponse response;
+  const grpc::Status answered = NormalizeUntilAnswered(*unary_stub, larger, &response);
+  const absl::Duration waited = absl::Now() - start;
+  ASSERT_TRUE(answered.ok()) << answered.error_message();
+  EXPECT_EQ(CompareWithReference(larger, response), "");
+  EXPECT_LT(waited, absl::Seconds(6)) << "the call short of memory was not given room soon";
+  EXPECT_TRUE(WaitUntil([&] { return silent.stopped.load(); }, absl::Seconds(5)))
+      << "normd did not end the stalled stream";
+  silent.thread.join();
+  silent.context.TryCancel();
+  EXPECT_EQ(silent.call->Finish().error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_EQ(WaitForNoInflight(server), 0);
 }
 
