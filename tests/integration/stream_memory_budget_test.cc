@@ -271,27 +271,60 @@ TEST(StreamMemoryBudgetTest, IdleStreamsHoldTheirReadRoomAndOthersWaitThenAreRef
   EXPECT_EQ(WaitForNoInflight(server), 0);
 }
 
+// The stall tests' starting point: normd under a 64 MiB budget (payloads queued up to 16 MiB) with
+// the given --stream-stall-timeout and --stream-stall-timeout-under-pressure, and a stream that
+// writes 1 MiB requests and never reads, holding 12 unsent responses (--stream-max-inflight=12),
+// which leave no room for `larger` (6 MiB).
+struct StalledStream {
+  NormdProcess server;
+  NormalizeRequest request;
+  NormalizeRequest larger;
+  std::unique_ptr<normd::v1::Normalizer::Stub> stub;
+  std::unique_ptr<normd::v1::Normalizer::Stub> unary_stub;
+  std::unique_ptr<NeverReadingWriter> silent;
+  // A test that stopped early leaves the writer running: end it so that its thread can be joined.
+  ~StalledStream() {
+    if (silent != nullptr && silent->thread.joinable()) {
+      silent->context.TryCancel();
+      silent->thread.join();
+    }
+  }
+};
+
+::testing::AssertionResult StartStalledStream(StalledStream& s, const std::string& stall_timeout,
+                                              const std::string& pressure_timeout, uint32_t seed) {
+  if (absl::Status started =
+          s.server.Start({"--backend=cpu", "--max-memory-bytes=67108864",
+                          "--stream-max-inflight=12", "--stream-stall-timeout=" + stall_timeout,
+                          "--stream-stall-timeout-under-pressure=" + pressure_timeout});
+      !started.ok()) {
+    return ::testing::AssertionFailure() << started << "\n" << s.server.log();
+  }
+  std::mt19937 rng(seed);
+  s.request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);
+  s.larger = MakeRequest(DType::kFloat32, 384, 4096, false, rng);
+  s.stub = normd::v1::Normalizer::NewStub(s.server.NewChannel());
+  s.unary_stub = normd::v1::Normalizer::NewStub(s.server.NewChannel());
+  s.silent = std::make_unique<NeverReadingWriter>(*s.stub, s.request);
+  if (!WaitForStreamAnswers(s.server, 12)) {
+    return ::testing::AssertionFailure() << "the stream's requests were never answered";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // A stream whose client stops reading holds its unsent responses, and under a budget their charge;
 // past --stream-stall-timeout normd cancels it and the charge comes back, while a client that reads
 // slowly (a response every 300 ms, within the timeout) keeps its stream. (The shorter timeout under
 // pressure is off here: the next test has it.)
 TEST(StreamMemoryBudgetTest, AStreamWhoseClientStopsReadingIsCancelledAfterTheStallTimeout) {
-  NormdProcess server;
-  // 64 MiB: payloads queued up to 16 MiB; 12 unsent 1 MiB responses leave no room for 6 MiB more.
-  ASSERT_TRUE(
-      server
-          .Start({"--backend=cpu", "--max-memory-bytes=67108864", "--stream-max-inflight=12",
-                  "--stream-stall-timeout=2s", "--stream-stall-timeout-under-pressure=0"})
-          .ok())
-      << server.log();
-  std::mt19937 rng(17);
-  const NormalizeRequest request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);  // 1 MiB
-  const NormalizeRequest larger = MakeRequest(DType::kFloat32, 384, 4096, false, rng);  // 6 MiB
-  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
-  auto unary_stub = normd::v1::Normalizer::NewStub(server.NewChannel());
-  // The stalled stream: writes and never reads.
-  NeverReadingWriter silent(*stub, request);
-  EXPECT_TRUE(WaitForStreamAnswers(server, 12)) << "the stream's requests were never answered";
+  StalledStream setup;
+  ASSERT_TRUE(StartStalledStream(setup, "2s", "0", 17));
+  NormdProcess& server = setup.server;
+  const NormalizeRequest& request = setup.request;
+  const NormalizeRequest& larger = setup.larger;
+  auto& stub = setup.stub;
+  auto& unary_stub = setup.unary_stub;
+  NeverReadingWriter& silent = *setup.silent;
   NormalizeResponse response;
   {
     // While its responses are held, the larger request's payload does not fit: it is answered only
@@ -346,20 +379,12 @@ TEST(StreamMemoryBudgetTest, AStreamWhoseClientStopsReadingIsCancelledAfterTheSt
 // --stream-stall-timeout: a client retrying a refused call is answered within seconds rather than
 // for the next minute. With no call short of memory, the stream keeps its responses.
 TEST(StreamMemoryBudgetTest, WhileMemoryIsShortAStalledStreamIsCancelledSooner) {
-  NormdProcess server;
-  ASSERT_TRUE(
-      server
-          .Start({"--backend=cpu", "--max-memory-bytes=67108864", "--stream-max-inflight=12",
-                  "--stream-stall-timeout=60s", "--stream-stall-timeout-under-pressure=1s"})
-          .ok())
-      << server.log();
-  std::mt19937 rng(19);
-  const NormalizeRequest request = MakeRequest(DType::kFloat32, 64, 4096, false, rng);  // 1 MiB
-  const NormalizeRequest larger = MakeRequest(DType::kFloat32, 384, 4096, false, rng);  // 6 MiB
-  auto stub = normd::v1::Normalizer::NewStub(server.NewChannel());
-  auto unary_stub = normd::v1::Normalizer::NewStub(server.NewChannel());
-  NeverReadingWriter silent(*stub, request);
-  EXPECT_TRUE(WaitForStreamAnswers(server, 12)) << "the stream's requests were never answered";
+  StalledStream setup;
+  ASSERT_TRUE(StartStalledStream(setup, "60s", "1s", 19));
+  NormdProcess& server = setup.server;
+  const NormalizeRequest& larger = setup.larger;
+  auto& unary_stub = setup.unary_stub;
+  NeverReadingWriter& silent = *setup.silent;
   absl::SleepFor(absl::Milliseconds(2500));
   EXPECT_FALSE(silent.stopped.load()) << "cancelled after 2.5 s with no call short of memory";
   // The larger request does not fit beside the 12 held responses: it is refused (or waits), and
