@@ -286,7 +286,7 @@ int RunServer(int argc, char** argv) {
   options.normalize_generic = memory_plan.admitted_bytes > 0;
   options.stream_read_reservation_bytes = read_reservation_bytes;
   // Under a budget a stream whose client stopped reading would hold its responses' charge for as
-  // long as it stays open; past --stream-stall-timeout (or, while calls wait for room,
+  // long as it stays open; past --stream-stall-timeout (or, while memory is short,
   // --stream-stall-timeout-under-pressure) it is cancelled instead.
   std::unique_ptr<StallWatch> stall_watch;
   const absl::Duration stall_timeout = config->stream_stall_timeout > absl::ZeroDuration()

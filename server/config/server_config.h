@@ -69,7 +69,7 @@ struct ServerConfig {
   bool response_pool_automatic = false;
   absl::Duration drain_timeout;
   absl::Duration stream_stall_timeout;  // with max_memory_bytes; zero: never
-  // With max_memory_bytes, while calls wait for room; zero: only stream_stall_timeout applies.
+  // With max_memory_bytes, while memory is short; zero: only stream_stall_timeout applies.
   absl::Duration stream_stall_timeout_under_pressure;
   LogLevel log_level = LogLevel::kInfo;
   // Shared memory (docs/SHARED_MEMORY.md): the region kinds --shared-memory enables (both off by

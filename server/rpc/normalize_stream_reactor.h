@@ -17,8 +17,8 @@
 // becomes the request's charge (message plus response). A stream that waits longer than the gate
 // allows ends with RESOURCE_EXHAUSTED, after the responses to its earlier messages. With a stall
 // watch (stall_watch.h), a response write still outstanding after the watch's timeout, or its
-// shorter one while other calls wait for room (the client has stopped reading), cancels the
-// stream, which gives back the memory its unsent responses hold.
+// shorter one while memory is short (the client has stopped reading), cancels the stream, which
+// gives back the memory its unsent responses hold.
 //
 // Threads: gRPC calls OnReadDone/OnWriteDone/OnCancel, workers complete requests, and the memory
 // gate grants room, from any thread. All state is guarded by mu_. Memory is never given back to

@@ -47,9 +47,6 @@ class StallWatch {
                       absl::Duration pressure_timeout = absl::ZeroDuration())
       : timeout_(timeout), pressure_timeout_(pressure_timeout) {}
 
-  absl::Duration timeout() const { return timeout_; }
-  absl::Duration pressure_timeout() const { return pressure_timeout_; }
-
   // Calls `on_stall` from ExpireDue once a deadline counted from `now` has passed, unless Unwatch
   // comes first.
   Ticket Watch(absl::Time now, OnStall on_stall);
@@ -58,8 +55,8 @@ class StallWatch {
   // running (its owner must wait for it before going away).
   bool Unwatch(Ticket ticket);
 
-  // Runs the callbacks whose deadline is at or before `now`: timeout() past their watch's start,
-  // or, when `under_pressure`, pressure_timeout() (if not zero).
+  // Runs the callbacks whose deadline is at or before `now`: `timeout` past their watch's start,
+  // or, when `under_pressure`, `pressure_timeout` (if not zero).
   void ExpireDue(absl::Time now, bool under_pressure = false);
 
   size_t watched() const;
