@@ -314,7 +314,7 @@ struct StalledStream {
 
 // A stream whose client stops reading holds its unsent responses, and under a budget their charge;
 // past --stream-stall-timeout normd cancels it and the charge comes back, while a client that reads
-// slowly (a response every 300 ms, within the timeout) keeps its stream. (The shorter timeout under
+// slowly (a response every 100 ms, within the timeout) keeps its stream. (The shorter timeout under
 // pressure is off here: the next test has it.)
 TEST(StreamMemoryBudgetTest, AStreamWhoseClientStopsReadingIsCancelledAfterTheStallTimeout) {
   StalledStream setup;
@@ -354,22 +354,28 @@ TEST(StreamMemoryBudgetTest, AStreamWhoseClientStopsReadingIsCancelledAfterTheSt
   const grpc::Status answered = NormalizeUntilAnswered(*unary_stub, larger, &response);
   ASSERT_TRUE(answered.ok()) << answered.error_message();
   EXPECT_EQ(CompareWithReference(larger, response), "");
-  // A slow reader: 16 requests of 1 MiB, a response read every 300 ms (about 5 s in all, each
-  // write waiting for the client to read, but never for 2 s).
+  // A slow reader: 16 requests of 1 MiB, a response read every 100 ms, checked once all are in.
+  // gRPC holds a few responses on the client's side, so a write waits for a few reads: with 300 ms
+  // between reads and each response checked as it came (slow under a sanitizer), a write reached
+  // the 2-s timeout. Here each waits well under a second.
   grpc::ClientContext slow_context;
   auto slow = stub->NormalizeStream(&slow_context);
   std::thread slow_writer([&] {
     for (int i = 0; i < 16; ++i) slow->Write(request);
     slow->WritesDone();
   });
-  int slow_answers = 0;
+  std::vector<NormalizeResponse> slow_responses;
   while (slow->Read(&response)) {
-    if (CompareWithReference(request, response).empty()) ++slow_answers;
-    absl::SleepFor(absl::Milliseconds(300));
+    slow_responses.push_back(response);
+    absl::SleepFor(absl::Milliseconds(100));
   }
   slow_writer.join();
   const grpc::Status slow_status = slow->Finish();
   EXPECT_TRUE(slow_status.ok()) << slow_status.error_message();
+  int slow_answers = 0;
+  for (const NormalizeResponse& answer : slow_responses) {
+    if (CompareWithReference(request, answer).empty()) ++slow_answers;
+  }
   EXPECT_EQ(slow_answers, 16);
   EXPECT_EQ(WaitForNoInflight(server), 0);
 }
