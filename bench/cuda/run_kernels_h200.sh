@@ -6,10 +6,16 @@
 #   batched    one tensor as one segment against segment tables of 16 and 64 (with the table)
 #   latency    rows 1 and 8, 20 launches per CUDA graph with programmatic dependent launch
 #   compare    compare_kernels.py: the automatic choice against F.rms_norm, torch.compile, Triton
+#   before_after  batched with BEFORE_LIB's kernel library and the bundle's, alternated for ROUNDS
+#              rounds (default 3; BATCHED_FLAGS are the bench's flags): medians before -> after
+#              (batched_before_after.py). Not among the default steps.
 # BUNDLE is a folder holding a build's bin/ and lib/ (shared libraries included) with an env.sh
 # that puts them on PATH and LD_LIBRARY_PATH;
 # TABLE, when set, is a choice table the steps take instead of the one compiled in.
+# BEFORE_LIB is a folder holding another build's libnormd_cuda_kernels.so: the bench links the
+# library dynamically, so the same bench binary times either build.
 #   BUNDLE=.gpu STEPS="tests sweep" SWEEP_S=300 bench/cuda/run_kernels_h200.sh
+#   BUNDLE=.gpu BEFORE_LIB=.gpu-before STEPS="tests before_after" bench/cuda/run_kernels_h200.sh
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BUNDLE=$(cd "${BUNDLE:?set BUNDLE to the bundle folder}" && pwd)
@@ -18,6 +24,9 @@ STEPS=${STEPS:-"tests sanitizer batched latency compare"}
 SWEEP_S=${SWEEP_S:-300}
 COMPARE_S=${COMPARE_S:-200}
 TABLE=${TABLE:-}
+BEFORE_LIB=${BEFORE_LIB:-}
+ROUNDS=${ROUNDS:-3}
+BATCHED_FLAGS=${BATCHED_FLAGS:-"--hidden 2048,4096,7168,16384 --rows 1024,8192"}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 run_bin() { (source "$BUNDLE/env.sh" && "$@"); }
@@ -61,6 +70,20 @@ if has batched; then
   stamp batched
   run_bin timeout 120 normd_kernel_bench batched "${table_flag[@]}" > "$OUT/batched.log" 2>&1
   grep -v "no host copy" "$OUT/batched.log" | tail -30
+fi
+if has before_after; then
+  stamp before_after
+  before=$(cd "${BEFORE_LIB:?set BEFORE_LIB for the before_after step}" && pwd)
+  for round in $(seq 1 "$ROUNDS"); do
+    for side in before after; do
+      # shellcheck disable=SC2086  # BATCHED_FLAGS is a list of flags
+      (source "$BUNDLE/env.sh"
+       [[ $side == before ]] && export LD_LIBRARY_PATH="$before:$LD_LIBRARY_PATH"
+       timeout 120 normd_kernel_bench batched "${table_flag[@]}" $BATCHED_FLAGS) \
+        > "$OUT/batched-$side-$round.log" 2>&1 || echo "batched $side round $round failed"
+    done
+  done
+  python3 "$here/batched_before_after.py" "$OUT" | tee "$OUT/before_after.txt"
 fi
 if has latency; then
   stamp latency
