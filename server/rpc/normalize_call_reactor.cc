@@ -113,7 +113,7 @@ void NormalizeCallReactor::Submit() {
   // hence memory_bytes 0) until OnDone.
   const int64_t charge = received_bytes + item->response_bytes();
   const int64_t reserved = gate_charge_.load(std::memory_order_relaxed);
-  if (absl::Status resized = scheduler_.memory_gate().Resize(reserved, charge); !resized.ok()) {
+  if (absl::Status resized = scheduler_.ResizeCharge(reserved, charge); !resized.ok()) {
     Answer(resized);
     return;
   }

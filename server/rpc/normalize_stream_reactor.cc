@@ -111,8 +111,7 @@ void NormalizeStreamReactor::Admit(Slot* raw) {
     // sent up to as much again before normd asks for it: that stays charged to the stream until
     // its next read holds a reservation (as far as this one leaves room for it).
     const int64_t credit = std::clamp(reserved - charge, int64_t{0}, raw->received_bytes);
-    if (absl::Status resized = scheduler_.memory_gate().Resize(reserved, charge + credit);
-        !resized.ok()) {
+    if (absl::Status resized = scheduler_.ResizeCharge(reserved, charge + credit); !resized.ok()) {
       scheduler_.memory_gate().Release(reserved);
       DropRequest(raw);
       CompleteSlot(raw, resized);

@@ -64,9 +64,17 @@ class Scheduler {
   // the call's to release (memory_gate().Release), and its items carry memory_bytes 0.
   MemoryGate& memory_gate() { return memory_gate_; }
 
-  // Whether memory is short: a call waits for room in the memory gate now, or Submit refused a
-  // request for --max-queue-bytes or the gate since the last call (which resets that). Streams
-  // whose clients stopped reading are cancelled sooner while it is (stall_watch.h).
+  // memory_gate().Resize for a call turning its read's reservation into its real charge; a
+  // refusal counts as memory being short (TakeMemoryPressure), as Submit's do.
+  absl::Status ResizeCharge(int64_t from, int64_t to) {
+    absl::Status resized = memory_gate_.Resize(from, to);
+    if (!resized.ok()) refused_for_memory_.store(true, std::memory_order_relaxed);
+    return resized;
+  }
+
+  // Whether memory is short: a call waits for room in the memory gate now, or Submit or
+  // ResizeCharge refused one for --max-queue-bytes or the gate since the last call (which resets
+  // that). Streams whose clients stopped reading are cancelled sooner while it is (stall_watch.h).
   bool TakeMemoryPressure() {
     return refused_for_memory_.exchange(false, std::memory_order_relaxed) ||
            memory_gate_.waiting() > 0;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "base/mutex.h"
 #include "tests/unit/fake_clock.h"
 #include "tests/unit/fake_executor.h"
@@ -408,6 +409,47 @@ TEST(SchedulerTest, AdmittedMemoryIsBoundedAndHeldUntilReleased) {
   scheduler.ReleaseHeldBytes(1024, 4 * 1024);
   EXPECT_EQ(scheduler.admitted_memory_bytes(), 0);
   EXPECT_EQ(scheduler.queued_bytes(), 0);
+  scheduler.Shutdown();
+}
+
+// Memory is short (TakeMemoryPressure, which stalled streams are cancelled sooner by) after any
+// refusal for memory: Submit's for the admitted bytes, and a call's reservation that cannot grow
+// into its real charge. Taking it resets it; a call waiting for room keeps it set.
+TEST(SchedulerTest, RefusalsForMemoryAndWaitingCallsMeanMemoryIsShort) {
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.push_back(std::make_unique<Worker>(std::make_unique<FakeExecutor>(), BatchLimits{}));
+  Scheduler scheduler(std::move(workers), /*max_queue_bytes=*/int64_t{1} << 30, nullptr, 0,
+                      /*max_admitted_memory_bytes=*/10 * 1024);
+  EXPECT_FALSE(scheduler.TakeMemoryPressure());
+  ASSERT_TRUE(scheduler.memory_gate().TryCharge(8 * 1024).ok());  // another call's charge
+  // A call reserved 1 KiB for its read; its message and response need 4 KiB: no room.
+  ASSERT_TRUE(scheduler.memory_gate().TryCharge(1024).ok());
+  const absl::Status refused = scheduler.ResizeCharge(1024, 4 * 1024);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_TRUE(scheduler.TakeMemoryPressure());
+  EXPECT_FALSE(scheduler.TakeMemoryPressure()) << "taking it did not reset it";
+  ASSERT_TRUE(scheduler.ResizeCharge(1024, 2 * 1024).ok());  // growing within the room
+  EXPECT_FALSE(scheduler.TakeMemoryPressure());
+
+  Tracker tracker;
+  std::unique_ptr<WorkItem> item = Item(tracker);
+  item->memory_bytes = 4 * 1024;
+  EXPECT_EQ(scheduler.Submit(std::move(item)).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(scheduler.TakeMemoryPressure());
+
+  absl::Notification granted;
+  const MemoryGate::Ticket ticket =
+      scheduler.memory_gate().Wait(4 * 1024, absl::Now(), [&](const absl::Status& status) {
+        EXPECT_TRUE(status.ok()) << status;
+        granted.Notify();
+      });
+  ASSERT_NE(ticket, MemoryGate::kGranted);
+  EXPECT_TRUE(scheduler.TakeMemoryPressure());
+  EXPECT_TRUE(scheduler.TakeMemoryPressure()) << "a waiting call leaves memory short";
+  scheduler.memory_gate().Release(8 * 1024);
+  ASSERT_TRUE(granted.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_FALSE(scheduler.TakeMemoryPressure());
+  scheduler.memory_gate().Release(2 * 1024 + 4 * 1024);
   scheduler.Shutdown();
 }
 
